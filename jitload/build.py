@@ -1,0 +1,220 @@
+"""How jitload gets new code into a live process while recompiling only what changed.
+
+torch's ``load()`` gives each changed build a new module name (``NAME_v1``) because Python hands back the old
+module for a name it has imported before, even from a new file. But the name is a ``-DTORCH_EXTENSION_NAME``
+define on every compile line, so every object is recompiled, the torch-heavy binding included. jitload
+separates the two:
+
+1. torch writes the ninja file (its flags, include paths and ldflags) always for the *base* name NAME, so the
+   compile lines never change by themselves, and ninja recompiles only the objects whose source, included
+   headers (ninja reads the compilers' depfiles) or command line changed.
+2. ninja builds the objects only.
+3. jitload links them into ``NAME_<tag>.so``, tag being a hash of the objects and the link line, with
+   ``-Wl,--defsym,PyInit_NAME_<tag>=PyInit_NAME``: the same init function exported under a new name.
+4. Python imports ``NAME_<tag>``: a new name in a new file, so the new code is what runs.
+
+An edit to a torch-free kernel ``.cu`` therefore costs one nvcc run of that file plus a link (a fraction of
+a second); a source that includes torch headers (the seed article's layout) costs its own recompile, never
+the others'. Identical objects give the identical tag, so a rebuild that changes nothing loads nothing new,
+and two processes building at once agree on one file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import inspect
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import toolchain
+
+NINJA_FILE = "build.ninja"
+LINK_NINJA_FILE = "link.ninja"
+LOG_FILE = "build.log"
+KEEP_LIBRARIES = 6  # older NAME_<tag>.so files are deleted; a process that loaded one keeps its mapping
+
+_EDGE = re.compile(r"^build\s+(?P<outs>.+?):\s*(?P<rule>\S+)\s+(?P<ins>.*)$")
+
+
+@dataclass(frozen=True)
+class NinjaRun:
+    returncode: int
+    output: str
+    commands: int  # how many compile/link commands ninja ran
+    seconds: float
+
+
+def _torch_call(fn, **kwargs):
+    """Call a private torch helper with the keyword arguments its signature has.
+
+    Their signatures grew between torch 2.8 and 2.14 (SYCL arguments, mostly); passing by name and dropping
+    the ones a version lacks keeps one call site for all of them.
+    """
+    params = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def ninja_binary() -> str:
+    found = shutil.which("ninja") or os.path.join(os.path.dirname(sys.executable), "ninja")
+    if not os.path.exists(found):
+        raise RuntimeError("ninja is required to build extensions: pip install ninja")
+    return found
+
+
+def write_ninja_file(
+    build_directory: str,
+    name: str,
+    sources: list[str],
+    extra_cflags: list[str],
+    extra_cuda_cflags: list[str],
+    extra_ldflags: list[str],
+    extra_include_paths: list[str],
+    with_cuda: bool,
+) -> list[str]:
+    """Let torch write ``build.ninja`` for ``name``; return the object files it declares (ninja targets)."""
+    ce = toolchain.cpp_extension()
+
+    if with_cuda:
+        toolchain.ensure_torch_cuda_home()
+        extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
+        extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
+    ldflags = _torch_call(ce._prepare_ldflags, extra_ldflags=list(extra_ldflags), with_cuda=with_cuda,
+                          with_sycl=False, verbose=False, is_standalone=False)
+    path = os.path.join(build_directory, NINJA_FILE)
+    _torch_call(ce._write_ninja_file_to_build_library, path=path, name=name, sources=sources,
+                extra_cflags=list(extra_cflags), extra_cuda_cflags=list(extra_cuda_cflags),
+                extra_sycl_cflags=[], extra_ldflags=ldflags, extra_include_paths=list(extra_include_paths),
+                with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+    return object_targets(path)
+
+
+def object_targets(ninja_path: str) -> list[str]:
+    """Every output of the ninja file except the final library (compile and device-link edges)."""
+    targets = []
+    with open(ninja_path) as f:
+        for line in f:
+            match = _EDGE.match(line.strip())
+            if match and match["rule"] != "link":
+                targets.extend(match["outs"].split())
+    return targets
+
+
+def link_inputs(ninja_path: str) -> list[str]:
+    with open(ninja_path) as f:
+        for line in f:
+            match = _EDGE.match(line.strip())
+            if match and match["rule"] == "link":
+                return match["ins"].split()
+    raise RuntimeError(f"{ninja_path} has no link edge")
+
+
+def _die_with_parent() -> None:
+    # Linux-only, hence by hand: a ninja whose Python was SIGKILLed must not go on writing objects.
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NINJA_FILE,
+              verbose: bool = False) -> NinjaRun:
+    """Run ninja on ``targets``; its output goes to build.log (and to stdout when ``verbose``)."""
+    cmd = [ninja_binary(), "-f", ninja_file, "-v"]
+    jobs = os.environ.get("MAX_JOBS")
+    if jobs and jobs.isdigit():
+        cmd += ["-j", jobs]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd + targets, cwd=build_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", preexec_fn=_die_with_parent)
+    lines = []
+    assert proc.stdout is not None
+    # Written as it arrives, so `tail -f build.log` follows a long build.
+    with open(os.path.join(build_directory, LOG_FILE), "a") as log:
+        log.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd[1:] + targets)}\n")
+        for line in proc.stdout:
+            lines.append(line)
+            log.write(line)
+            log.flush()
+            if verbose:
+                print(line, end="", flush=True)
+    returncode = proc.wait()
+    output = "".join(lines)
+    commands = sum(1 for ln in lines if re.match(r"^\[\d+/\d+\] ", ln))
+    return NinjaRun(returncode, output, commands, time.perf_counter() - start)
+
+
+def library_tag(build_directory: str, objects: list[str], name: str) -> str:
+    """A hash of the objects' bytes and the link line: same code, same tag."""
+    digest = hashlib.blake2b(digest_size=6)
+    with open(os.path.join(build_directory, NINJA_FILE), "rb") as f:
+        ninja_text = f.read()
+    ldflags = re.search(rb"^ldflags = (.*)$", ninja_text, re.M)
+    digest.update(ldflags.group(1) if ldflags else b"")
+    for obj in objects:
+        digest.update(obj.encode() + b"\0")
+        with open(os.path.join(build_directory, obj), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
+def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = False) -> NinjaRun:
+    """Link the objects into ``NAME_<tag>.so`` whose init function is also exported as ``PyInit_NAME_<tag>``."""
+    module = f"{name}_{tag}"
+    inputs = " ".join(link_inputs(os.path.join(build_directory, NINJA_FILE)))
+    text = (
+        f"# written by jitload: the link step of {NINJA_FILE}, under a fresh module name\n"
+        f"include {NINJA_FILE}\n"
+        f"build {module}.so: link {inputs}\n"
+        f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
+    )
+    with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
+        f.write(text)
+    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose)
+
+
+def _toolchain_roots() -> tuple[str, ...]:
+    roots = {os.path.dirname(torch.__file__), "/usr/include", "/usr/lib", "/usr/local/include"}
+    roots.update(p for p in (sysconfig.get_paths().get("include"), sysconfig.get_paths().get("platinclude")) if p)
+    cuda = toolchain.find_cuda_home()
+    if cuda:
+        roots.add(cuda)
+    return tuple(os.path.realpath(r) + os.sep for r in roots)
+
+
+def user_dependencies(build_directory: str, objects: list[str]) -> list[str]:
+    """Headers and sources the objects were built from (ninja's depfile record), toolchain headers left out.
+
+    torch, Python and CUDA headers change only with their versions, which are part of the build key; leaving
+    them out keeps the no-op check to a handful of ``stat`` calls instead of thousands.
+    """
+    out = subprocess.run([ninja_binary(), "-t", "deps", *objects], cwd=build_directory, capture_output=True,
+                         text=True, errors="replace").stdout
+    roots = _toolchain_roots()
+    deps: dict[str, None] = {}
+    for line in out.splitlines():
+        if line.startswith((" ", "\t")) and line.strip():
+            path = os.path.normpath(os.path.join(build_directory, line.strip()))
+            if not os.path.realpath(path).startswith(roots):
+                deps[path] = None
+    return list(deps)
+
+
+def prune_libraries(build_directory: str, name: str, keep: str) -> None:
+    pattern = re.compile(rf"^{re.escape(name)}_[0-9a-f]{{12}}\.so$")
+    libs = sorted((e for e in os.scandir(build_directory) if pattern.match(e.name) and e.name != keep),
+                  key=lambda e: e.stat().st_mtime, reverse=True)
+    for entry in libs[KEEP_LIBRARIES - 1:]:
+        try:
+            os.unlink(entry.path)
+        except OSError:
+            pass

@@ -1,0 +1,395 @@
+"""``jitload.load`` / ``jitload.load_inline``: torch's signatures, a handle that always holds the newest build.
+
+A handle (:class:`Extension`) is one per build directory and process: calling ``load`` again with the same
+name returns the same object, rebuilt if anything that affects the binary changed, so every reference a
+notebook holds sees the new code. What "changed" means is recorded in ``jitload.json`` beside the build: the
+build key (sources, flags, compilers, CUDA_HOME, arch list, versions) and the size and mtime of every source
+and user header the compilers reported. When both match, ``load`` returns without starting any process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import types
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import build, toolchain
+from .errors import BuildError
+from .lock import build_lock
+
+MANIFEST = "jitload.json"
+_CUDA_SUFFIXES = (".cu", ".cuh")
+
+_handles: dict[str, Extension] = {}
+_handles_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """Everything the caller said about a build (torch's ``load`` arguments, made absolute)."""
+
+    name: str
+    sources: tuple[str, ...]
+    extra_cflags: tuple[str, ...] = ()
+    extra_cuda_cflags: tuple[str, ...] = ()
+    extra_ldflags: tuple[str, ...] = ()
+    extra_include_paths: tuple[str, ...] = ()
+    with_cuda: bool = False
+    build_directory: str = ""
+
+    def key(self) -> str:
+        fields = [self.name, self.sources, self.extra_cflags, self.extra_cuda_cflags, self.extra_ldflags,
+                  self.extra_include_paths, self.with_cuda, toolchain.environment_fingerprint()]
+        return hashlib.blake2b(json.dumps(fields).encode(), digest_size=10).hexdigest()
+
+
+@dataclass
+class BuildInfo:
+    """What the last ``load``/``reload`` did.
+
+    status: 'built' (compiled or linked something), 'loaded' (imported a build already on disk),
+    'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
+    """
+
+    status: str
+    seconds: float
+    commands: int = 0
+    module_name: str | None = None
+    error: BuildError | None = None
+
+    def __str__(self) -> str:
+        if self.status == "failed":
+            return f"failed after {self.seconds:.2f} s (previous build kept)" if self.module_name else "failed"
+        what = {"built": f"built in {self.seconds:.2f} s ({self.commands} commands)",
+                "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
+                "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
+        return f"{what} -> {self.module_name}"
+
+
+@dataclass
+class _State:
+    key: str = ""
+    tag: str = ""
+    files: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _read_manifest(build_directory: str) -> _State:
+    try:
+        with open(os.path.join(build_directory, MANIFEST)) as f:
+            data = json.load(f)
+        return _State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()})
+    except (OSError, ValueError, KeyError, TypeError):
+        return _State()
+
+
+def _write_manifest(build_directory: str, state: _State) -> None:
+    path = os.path.join(build_directory, MANIFEST)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"key": state.key, "tag": state.tag, "files": state.files}, f, indent=1)
+    os.replace(tmp, path)  # a reader never sees half a manifest
+
+
+def _up_to_date(state: _State, key: str) -> bool:
+    return bool(state.tag) and state.key == key and all(_stat(p) == s for p, s in state.files.items())
+
+
+def _import(module_name: str, path: str) -> types.ModuleType:
+    existing = sys.modules.get(module_name)
+    if existing is not None and getattr(existing, "__file__", None) == path:
+        return existing
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[module_name] = module
+    return module
+
+
+class Extension:
+    """A built extension whose attributes are the newest build's functions.
+
+    ``ext.add(a, b)`` calls into the module loaded last; ``ext.reload()`` rebuilds if a source, a header it
+    includes, a flag or the toolchain changed. A failed rebuild raises :class:`BuildError` and leaves the
+    previous module in place.
+    """
+
+    def __init__(self, spec: BuildSpec, verbose: bool = False) -> None:
+        self._spec = spec
+        self._verbose = verbose
+        self._module: types.ModuleType | None = None
+        self._state = _State()
+        self._lock = threading.RLock()
+        self.info: BuildInfo | None = None
+        self.modules_loaded = 0
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def build_directory(self) -> str:
+        return self._spec.build_directory
+
+    @property
+    def spec(self) -> BuildSpec:
+        return self._spec
+
+    @property
+    def module(self) -> types.ModuleType:
+        if self._module is None:
+            raise RuntimeError(f"extension '{self.name}' has no successful build yet")
+        return self._module
+
+    def files(self) -> list[str]:
+        """The sources and user headers the last build depended on (what a watcher should watch)."""
+        return list(self._state.files) or list(self._spec.sources)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.module, attr)
+
+    def __dir__(self) -> list[str]:
+        names = set(super().__dir__())
+        if self._module is not None:
+            names.update(n for n in dir(self._module) if not n.startswith("_"))
+        return sorted(names)
+
+    def __repr__(self) -> str:
+        return f"<jitload.Extension '{self.name}': {self.info or 'not built'}>"
+
+    def reload(self, *, force: bool = False) -> Extension:
+        """Rebuild what changed and load it; ``force`` reruns ninja even when nothing seems to have changed."""
+        with self._lock:
+            start = time.perf_counter()
+            key = self._spec.key()
+            if not force and self._module is not None and _up_to_date(self._state, key):
+                self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
+                return self
+            try:
+                self._rebuild(key, start, force)
+            except BuildError as err:
+                self.info = BuildInfo("failed", time.perf_counter() - start, 0,
+                                      self._module.__name__ if self._module else None, err)
+                raise
+            return self
+
+    def _rebuild(self, key: str, start: float, force: bool) -> None:
+        spec, directory = self._spec, self._spec.build_directory
+        toolchain.make_private_dir(directory)
+        with build_lock(directory):
+            state = _read_manifest(directory)
+            library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
+            if not force and _up_to_date(state, key) and os.path.exists(library):
+                self._adopt(state, library, BuildInfo("loaded", 0.0), start)
+                return
+            # Stat before compiling: a file saved during the build must look changed next time.
+            before = {p: _stat(p) for p in (*spec.sources, *state.files)}
+            objects = build.write_ninja_file(directory, spec.name, list(spec.sources), list(spec.extra_cflags),
+                                             list(spec.extra_cuda_cflags), list(spec.extra_ldflags),
+                                             list(spec.extra_include_paths), spec.with_cuda)
+            compiled = build.run_ninja(directory, objects, verbose=self._verbose)
+            if compiled.returncode != 0:
+                raise BuildError(spec.name, compiled.output, directory, os.path.join(directory, build.LOG_FILE))
+            tag = build.library_tag(directory, objects, spec.name)
+            library = os.path.join(directory, f"{spec.name}_{tag}.so")
+            commands = compiled.commands
+            if not os.path.exists(library):
+                linked = build.link_library(directory, spec.name, tag, verbose=self._verbose)
+                if linked.returncode != 0:
+                    raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
+                commands += linked.commands
+            files = {p: before.get(p) or _stat(p) for p in build.user_dependencies(directory, objects)}
+            files.update({p: before[p] or _stat(p) for p in spec.sources})
+            new_state = _State(key, tag, {p: s for p, s in files.items() if s is not None})
+            _write_manifest(directory, new_state)
+            build.prune_libraries(directory, spec.name, keep=os.path.basename(library))
+            status = "built" if commands else ("loaded" if self._module is None or
+                                               self._module.__file__ != library else "unchanged")
+            self._adopt(new_state, library, BuildInfo(status, 0.0, commands), start)
+
+    def _adopt(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
+        module_name = f"{self._spec.name}_{state.tag}"
+        module = _import(module_name, library)
+        if module is not self._module:
+            self.modules_loaded += 1
+        self._module, self._state = module, state
+        info.module_name, info.seconds = module_name, time.perf_counter() - start
+        self.info = info
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _check_name(name: str) -> None:
+    if not name.isidentifier():
+        raise ValueError(f"extension name {name!r} must be a valid Python identifier (it names the module)")
+
+
+def _handle(spec: BuildSpec, verbose: bool) -> Extension:
+    with _handles_lock:
+        handle = _handles.get(spec.build_directory)
+        if handle is None:
+            handle = _handles[spec.build_directory] = Extension(spec, verbose)
+        else:
+            handle._spec, handle._verbose = spec, verbose
+    return handle
+
+
+def _unsupported(kwargs: dict[str, Any]) -> None:
+    if kwargs.get("use_pch"):
+        warnings.warn("jitload ignores use_pch: the binding object is compiled once and reused instead",
+                      stacklevel=3)
+    if kwargs.get("extra_sycl_cflags") or kwargs.get("with_sycl") or kwargs.get("sycl_sources"):
+        raise NotImplementedError("jitload builds C++ and CUDA extensions; SYCL is not supported")
+
+
+def load(
+    name: str,
+    sources: str | Sequence[str],
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    verbose: bool = False,
+    with_cuda: bool | None = None,
+    is_python_module: bool = True,
+    is_standalone: bool = False,
+    **kwargs: Any,
+) -> Extension | types.ModuleType | str | None:
+    """Drop-in for ``torch.utils.cpp_extension.load`` that rebuilds only what changed.
+
+    Returns an :class:`Extension` (attributes = the module's functions, always the newest build). With
+    ``is_python_module=False`` or ``is_standalone=True`` the call is handed to torch unchanged (with the
+    CUDA_HOME and arch fixes), since op libraries and executables are not hot-reloadable modules.
+    """
+    _check_name(name)
+    _unsupported(kwargs)
+    source_list = [os.path.abspath(s) for s in _as_list(sources)]
+    if not source_list:
+        raise ValueError("load() needs at least one source file")
+    missing = [s for s in source_list if not os.path.isfile(s)]
+    if missing:
+        raise FileNotFoundError(f"source file(s) not found: {', '.join(missing)}")
+    if with_cuda is None:
+        with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in source_list)
+    directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
+    if not is_python_module or is_standalone:
+        return _torch_load(name, source_list, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
+                           directory, verbose, with_cuda, is_python_module, is_standalone)
+    spec = BuildSpec(name, tuple(source_list), tuple(_as_list(extra_cflags)), tuple(_as_list(extra_cuda_cflags)),
+                     tuple(_as_list(extra_ldflags)),
+                     tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory)
+    return _handle(spec, verbose).reload()
+
+
+def _torch_load(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, directory,
+                verbose, with_cuda, is_python_module, is_standalone):
+    cpp_extension = toolchain.cpp_extension()
+    cuda_flags = _as_list(extra_cuda_cflags)
+    if with_cuda:
+        toolchain.ensure_torch_cuda_home()
+        cuda_flags += toolchain.default_arch_flags(cuda_flags)
+    toolchain.make_private_dir(directory)
+    with build_lock(directory):
+        return cpp_extension.load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=cuda_flags,
+                                  extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                                  build_directory=directory, verbose=verbose, with_cuda=with_cuda,
+                                  is_python_module=is_python_module, is_standalone=is_standalone)
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    # An unchanged source keeps its mtime, so ninja does not recompile it.
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def load_inline(
+    name: str,
+    cpp_sources: str | Sequence[str],
+    cuda_sources: str | Sequence[str] | None = None,
+    functions: str | Sequence[str] | dict[str, str] | None = None,
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    verbose: bool = False,
+    with_cuda: bool | None = None,
+    is_python_module: bool = True,
+    with_pytorch_error_handling: bool = True,
+    no_implicit_headers: bool = False,
+    **kwargs: Any,
+) -> Extension:
+    """Drop-in for ``torch.utils.cpp_extension.load_inline``, with the same hot rebuild as :func:`load`.
+
+    The C++ and CUDA strings become ``main.cpp`` and ``cuda.cu`` in the build directory, written only when
+    their text changes. As in torch, ``cuda.cu`` gets ``#include <torch/types.h>`` unless
+    ``no_implicit_headers=True``: a torch-free CUDA string with that flag recompiles in about a second.
+    """
+    _check_name(name)
+    _unsupported(kwargs)
+    if not is_python_module:
+        raise NotImplementedError("jitload.load_inline builds Python modules; use torch's for op libraries")
+    directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
+    toolchain.make_private_dir(directory)
+    cpp = _as_list(cpp_sources)
+    cuda = _as_list(cuda_sources)
+    if not no_implicit_headers:
+        cpp.insert(0, "#include <torch/extension.h>")
+    if functions is not None:
+        if isinstance(functions, str):
+            functions = [functions]
+        docs = functions if isinstance(functions, dict) else {f: f for f in functions}
+        wrap = "torch::wrap_pybind_function({f})" if with_pytorch_error_handling else "{f}"
+        cpp.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+        cpp.extend(f'  m.def("{f}", {wrap.format(f=f)}, "{doc}");' for f, doc in docs.items())
+        cpp.append("}")
+    sources = [os.path.join(directory, "main.cpp")]
+    _write_if_changed(sources[0], "\n".join(cpp))
+    if cuda:
+        if not no_implicit_headers:
+            cuda = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", *cuda]
+        sources.append(os.path.join(directory, "cuda.cu"))
+        _write_if_changed(sources[1], "\n".join(cuda))
+    result = load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
+                  extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths, build_directory=directory,
+                  verbose=verbose, with_cuda=with_cuda if with_cuda is not None else bool(cuda))
+    assert isinstance(result, Extension)
+    return result
+
+
+def handles() -> dict[str, Extension]:
+    """The extensions loaded in this process, by build directory."""
+    with _handles_lock:
+        return dict(_handles)
+

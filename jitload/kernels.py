@@ -1,0 +1,89 @@
+"""The kernel folders under ``kernels/``: find them, read their spec, build them with jitload.
+
+A kernel folder holds ``spec.py`` naming its sources (``SOURCES``, and ``CUDA_SOURCES`` compiled when a
+CUDA toolkit is present), the function to check (``FUNCTION``), its reference (``reference_<name>``), an
+input maker, the bytes it moves, and the sizes to check and time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import types
+from dataclasses import dataclass
+
+from . import toolchain
+from .extension import Extension, load
+
+CUDA_DEFINE = "-DJITLOAD_WITH_CUDA"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel folder and its spec module."""
+
+    name: str
+    folder: str
+    spec: types.ModuleType
+
+    @property
+    def reference(self):
+        return getattr(self.spec, f"reference_{self.name}")
+
+    def sources(self, with_cuda: bool) -> list[str]:
+        names = list(self.spec.SOURCES) + (list(getattr(self.spec, "CUDA_SOURCES", [])) if with_cuda else [])
+        return [os.path.join(self.folder, n) for n in names]
+
+    def build(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
+        """Build (or hot-rebuild) the kernel's extension; CUDA sources are included when nvcc exists."""
+        if with_cuda is None:
+            with_cuda = bool(getattr(self.spec, "CUDA_SOURCES", None)) and toolchain.find_cuda_home() is not None
+        flags = ["-O3", CUDA_DEFINE] if with_cuda else ["-O3"]
+        ext = load(self.spec.NAME, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
+                   with_cuda=with_cuda, verbose=verbose)
+        assert isinstance(ext, Extension)
+        return ext
+
+
+def default_kernels_dir() -> str:
+    """$JITLOAD_KERNELS, else ./kernels, else the kernels/ folder beside the jitload package (a checkout)."""
+    env = os.environ.get("JITLOAD_KERNELS")
+    if env:
+        return os.path.abspath(env)
+    here = os.path.abspath("kernels")
+    if os.path.isdir(here):
+        return here
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
+
+
+def _load_spec(folder: str) -> types.ModuleType:
+    name = os.path.basename(folder)
+    spec = importlib.util.spec_from_file_location(f"jitload_kernel_spec_{name}", os.path.join(folder, "spec.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read {folder}/spec.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def discover(root: str | None = None) -> dict[str, Kernel]:
+    """Every folder under ``root`` that has a spec.py, by name."""
+    root = root or default_kernels_dir()
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"no kernels folder at {root} (set JITLOAD_KERNELS or run from the repository)")
+    found = {}
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "spec.py")):
+            found[entry.name] = Kernel(entry.name, entry.path, _load_spec(entry.path))
+    return found
+
+
+def get(name_or_path: str) -> Kernel:
+    """A kernel by folder name, or by a path to its folder."""
+    if os.path.isdir(name_or_path) and os.path.isfile(os.path.join(name_or_path, "spec.py")):
+        folder = os.path.abspath(name_or_path)
+        return Kernel(os.path.basename(folder), folder, _load_spec(folder))
+    kernels = discover()
+    if name_or_path not in kernels:
+        raise KeyError(f"no kernel named {name_or_path!r}; known: {', '.join(kernels) or 'none'}")
+    return kernels[name_or_path]

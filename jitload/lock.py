@@ -1,0 +1,51 @@
+"""A build-directory lock that a killed process cannot leave behind.
+
+torch <= 2.13 marks a build as in progress by the *existence* of a ``lock`` file (FileBaton), so a build
+killed with SIGKILL leaves every later load waiting forever. ``fcntl.flock`` locks belong to the open file:
+the kernel drops them when the holder dies, however it dies. The file itself stays and means nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+LOCK_NAME = "jitload.lock"
+
+
+@contextlib.contextmanager
+def build_lock(directory: str, *, poll_s: float = 0.1, announce_after_s: float = 1.0) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` for the duration of the block.
+
+    While another process holds it, say once (on stderr) which pid is building, then keep waiting: the
+    wait ends when that build finishes or its process dies.
+    """
+    path = os.path.join(directory, LOCK_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        start = time.monotonic()
+        announced = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not announced and time.monotonic() - start > announce_after_s:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    print(f"jitload: waiting for the build in {directory} (pid {holder})", file=sys.stderr)
+                    announced = True
+                # Polling (rather than a blocking flock) lets the wait be announced and interrupted by Ctrl-C.
+                time.sleep(poll_s)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

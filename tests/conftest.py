@@ -1,0 +1,24 @@
+import platform
+
+import pytest
+import torch
+
+
+def pytest_report_header(config):
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return [f"torch {torch.__version__} (CUDA {torch.version.cuda}), Python {platform.python_version()}, GPU: {gpu}"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU visible")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    # Builds made by tests never land in the user's cache.
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.getbasetemp() / "torch_extensions"))

@@ -1,0 +1,62 @@
+"""Small extensions the tests build, in the fast-rebuild layout: a binding plus torch-free kernel files."""
+
+import os
+import sys
+import textwrap
+
+PYTHON = sys.executable
+
+
+def write(path, text: str) -> str:
+    """Write dedented ``text`` to ``path`` so that its mtime moves forward (ninja compares mtimes)."""
+    path = os.fspath(path)
+    old = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text).lstrip())
+    if os.stat(path).st_mtime_ns <= old:  # coarse filesystem clocks: an edit must never look older
+        os.utime(path, ns=(old + 1_000_000, old + 1_000_000))
+    return path
+
+TORCH_BINDING = """
+    #include <torch/extension.h>
+    #include "kernel.h"
+    torch::Tensor shift(const torch::Tensor& x) { return x + kernel_value(); }
+    int value() { return kernel_value(); }
+    int flag() {
+    #ifdef EXTRA
+        return EXTRA;
+    #else
+        return 0;
+    #endif
+    }
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+        m.def("shift", &shift);
+        m.def("value", &value);
+        m.def("flag", &flag);
+    }
+"""
+
+# pybind11 alone compiles in ~3 s instead of ~20 s with torch/extension.h: for tests that need fresh builds.
+PYBIND_BINDING = """
+    #include <pybind11/pybind11.h>
+    #include "kernel.h"
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("value", &kernel_value); }
+"""
+
+HEADER = """
+    #pragma once
+    #define OFFSET {offset}
+    int kernel_value();
+"""
+
+KERNEL = """
+    #include "kernel.h"
+    int kernel_value() {{ return {base} + OFFSET; }}
+"""
+
+
+def make_extension(folder, binding: str = TORCH_BINDING, base: int = 10, offset: int = 1) -> list[str]:
+    """Write binding.cpp, kernel.h and kernel.cpp into ``folder``; return the sources in load() order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "kernel.h", HEADER.format(offset=offset))
+    return [write(folder / "binding.cpp", binding), write(folder / "kernel.cpp", KERNEL.format(base=base))]

@@ -1,0 +1,43 @@
+"""The jitload command: doctor on this machine, build and clean."""
+
+import os
+import subprocess
+
+import torch
+from extensions import PYTHON
+
+from jitload import toolchain
+
+
+def _jitload(*args, env=None):
+    return subprocess.run([PYTHON, "-m", "jitload", *args], capture_output=True, text=True, env=env)
+
+
+def test_doctor_reports_this_machine():
+    out = _jitload("doctor")
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert f"torch         {torch.__version__}" in text
+    for label in ("torch CUDA", "nvcc", "CUDA_HOME", "C++ compiler", "ninja", "GPUs", "arch list", "cache"):
+        assert label in text
+    cuda_home = toolchain.find_cuda_home()
+    if cuda_home:
+        assert cuda_home in text
+    if not torch.cuda.is_available():
+        assert "none visible" in text and "no GPU visible" in text
+    assert "No CUDA runtime is found" not in out.stderr  # torch's misleading guess is not repeated
+
+
+def test_unknown_kernel_is_a_clear_error():
+    out = _jitload("check", "no_such_kernel")
+    assert out.returncode == 2
+    assert "no kernel named 'no_such_kernel'" in out.stderr
+
+
+def test_clean_removes_one_build(tmp_path):
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path))
+    root = tmp_path / "jitload" / toolchain.version_tag()
+    (root / "old_ext").mkdir(parents=True)
+    out = _jitload("clean", "old_ext", env=env)
+    assert out.returncode == 0 and not (root / "old_ext").exists()
+    assert "nothing to clean" in _jitload("clean", "old_ext", env=env).stdout

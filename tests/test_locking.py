@@ -1,0 +1,73 @@
+"""Concurrent and killed builds: one build shared by two processes; a SIGKILLed build never blocks."""
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+
+from extensions import PYBIND_BINDING, PYTHON, make_extension
+
+import jitload
+from jitload.lock import LOCK_NAME, build_lock
+
+LOAD = ("import jitload; e = jitload.load('{name}', {sources!r}, build_directory={bdir!r});"
+        "print(e.info.status, e.info.commands, e.value(), flush=True)")
+
+
+def test_two_processes_building_at_once_share_one_build(tmp_path):
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
+    bdir = str(tmp_path / "build")
+    script = LOAD.format(name="shared_ext", sources=sources, bdir=bdir)
+    procs = [subprocess.Popen([PYTHON, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        results.append(out.split())
+    assert sorted(r[0] for r in results) == ["built", "loaded"]
+    assert sorted(int(r[1]) for r in results)[0] == 0  # the second process compiled nothing
+    assert all(r[2] == "11" for r in results)
+    libs = [f for f in os.listdir(bdir) if f.startswith("shared_ext_") and f.endswith(".so")]
+    assert len(libs) == 1
+
+
+def test_sigkilled_build_does_not_block_the_next_load(tmp_path):
+    # A torch-heavy binding: its compile lasts long enough (~20 s) to be killed in the middle.
+    sources = make_extension(tmp_path / "src")
+    bdir = str(tmp_path / "build")
+    script = LOAD.format(name="killed_ext", sources=sources, bdir=bdir)
+    proc = subprocess.Popen([PYTHON, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    ninja_file = os.path.join(bdir, "build.ninja")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ninja_file) and time.monotonic() < deadline:
+        time.sleep(0.05)  # written under the lock, just before ninja starts compiling
+    assert os.path.exists(ninja_file), "the build never started"
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not [f for f in os.listdir(bdir) if f.endswith(".so")], "the build finished before it was killed"
+    # The lock is free at once: no stale lock file to wait for.
+    fd = os.open(os.path.join(bdir, LOCK_NAME), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    ext = jitload.load("killed_ext", sources, build_directory=bdir)
+    assert ext.value() == 11
+    assert ext.info.status == "built"
+
+
+def test_lock_waits_for_a_live_holder(tmp_path):
+    holder = subprocess.Popen(
+        [PYTHON, "-c", f"from jitload.lock import build_lock\nimport time\nwith build_lock({str(tmp_path)!r}):\n"
+                       "    print('held', flush=True); time.sleep(1.5)"],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    with build_lock(str(tmp_path), announce_after_s=0.2):
+        waited = time.monotonic() - start
+    holder.wait()
+    assert waited > 0.5  # it really waited for the other process instead of building alongside it
