@@ -1,0 +1,159 @@
+"""Rebuild times: jitload.load vs torch.utils.cpp_extension.load on the same extension.
+
+For each loader, one fresh Python process (as a notebook would be) does: a cold build, a no-op reload, a
+kernel-body edit and a header-only edit, each followed by a call that says whether the new code is live.
+The extension is the fast layout: binding.cpp includes torch and api.h; kernel.cu includes api.h and
+kernel.cuh, no torch header. The last step edits api.h, which the binding includes too.
+
+    python benchmarks/reload.py [--out benchmarks/results/reload-MACHINE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+BINDING = """
+#include <torch/extension.h>
+#include "api.h"
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("value", &host_value);
+    m.def("device_value", &device_value);
+}
+"""
+# The interface both sides include: editing it must recompile the binding too.
+API = """
+#pragma once
+#define API_CONST {api}
+int host_value();
+int device_value();
+"""
+# A header only the kernel includes (tile sizes, device helpers): editing it recompiles the kernel alone.
+KERNEL_HEADER = """
+#pragma once
+#define HEADER_CONST {header}
+"""
+KERNEL = """
+#include <cuda_runtime.h>
+#include "api.h"
+#include "kernel.cuh"
+#define KERNEL_CONST {kernel}
+__global__ void write_value(int* out) {{ *out = KERNEL_CONST + HEADER_CONST + API_CONST; }}
+int host_value() {{ return KERNEL_CONST + HEADER_CONST + API_CONST; }}
+int device_value() {{  // runs the kernel: proves the new device code, not just host code, is loaded
+    int* d = nullptr; int h = -1;
+    if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) return -1;
+    write_value<<<1, 1>>>(d);
+    cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    return h;
+}}
+"""
+
+# Runs in a fresh process per loader; prints one JSON line per step.
+WORKER = r"""
+import json, os, sys, time, statistics
+import torch
+src, build_dir, which = sys.argv[1], sys.argv[2], sys.argv[3]
+if which == "jitload":
+    import jitload
+    load = jitload.load
+else:
+    from torch.utils.cpp_extension import load
+sources = [os.path.join(src, "binding.cpp"), os.path.join(src, "kernel.cu")]
+def call(m):
+    return m.device_value() if torch.cuda.is_available() else m.value()
+def step(name, expected, reps=1):
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        m = load(name="reload_bench", sources=sources, build_directory=build_dir)
+        times.append(time.perf_counter() - t)
+    got = call(m)
+    print(json.dumps({"step": name, "seconds": statistics.median(times), "expected": expected, "got": got}),
+          flush=True)
+def edit(path, old, new):
+    text = open(path).read()
+    assert old in text, (path, old)
+    open(path, "w").write(text.replace(old, new))
+step("cold build", 11)
+step("no-op reload", 11, reps=20)
+edit(os.path.join(src, "kernel.cu"), "#define KERNEL_CONST 10", "#define KERNEL_CONST 20")
+step("kernel-body edit", 21)
+edit(os.path.join(src, "kernel.cuh"), "#define HEADER_CONST 1", "#define HEADER_CONST 5")
+step("header-only edit (kernel header)", 25)
+edit(os.path.join(src, "api.h"), "#define API_CONST 0", "#define API_CONST 100")
+step("header-only edit (binding's header)", 125)
+"""
+
+
+def _write_sources(folder: str) -> None:
+    for name, text in (("binding.cpp", BINDING), ("api.h", API.format(api=0)),
+                       ("kernel.cuh", KERNEL_HEADER.format(header=1)), ("kernel.cu", KERNEL.format(kernel=10))):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(textwrap.dedent(text).lstrip())
+
+
+def _run(which: str, env: dict[str, str]) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix=f"reload-{which}-") as tmp:
+        src = os.path.join(tmp, "src")
+        os.mkdir(src)
+        _write_sources(src)
+        proc = subprocess.run([sys.executable, "-c", WORKER, src, os.path.join(tmp, "build"), which],
+                              capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"{which} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+        return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
+    args = parser.parse_args()
+
+    import torch
+
+    from jitload import toolchain
+
+    cuda_home = toolchain.find_cuda_home()
+    if cuda_home is None:
+        raise SystemExit("this benchmark compiles a .cu file: no CUDA toolkit found")
+    # Plain torch misdetects CUDA_HOME on some machines and cannot pick an arch without a GPU; give both
+    # loaders the same toolkit and arch so that only rebuild behaviour differs.
+    env = dict(os.environ, CUDA_HOME=cuda_home)
+    env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    results = {which: _run(which, env) for which in ("torch", "jitload")}
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU (host code checked)"
+    lines = [
+        f"# reload benchmark, {datetime.date.today().isoformat()}",
+        "",
+        f"- machine: {platform.node()}, {os.cpu_count()} cores, GPU: {gpu}",
+        f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
+        f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
+        "- command: `python benchmarks/reload.py`",
+        "- live? = the call after the step returned the edited constant (no = a stale module)",
+        "",
+        "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
+        "| --- | ---: | :---: | ---: | :---: | ---: |",
+    ]
+    for t, j in zip(results["torch"], results["jitload"]):
+        ratio = t["seconds"] / j["seconds"] if j["seconds"] > 0 else float("inf")
+        lines.append(f"| {t['step']} | {t['seconds']:.4f} | {'yes' if t['got'] == t['expected'] else 'NO'} | "
+                     f"{j['seconds']:.4f} | {'yes' if j['got'] == j['expected'] else 'NO'} | {ratio:.1f}x |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
