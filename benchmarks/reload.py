@@ -68,6 +68,7 @@ if which == "jitload":
 else:
     from torch.utils.cpp_extension import load
 sources = [os.path.join(src, "binding.cpp"), os.path.join(src, "kernel.cu")]
+os.makedirs(build_dir, exist_ok=True)  # torch 2.11's load() does not create it
 def call(m):
     return m.device_value() if torch.cuda.is_available() else m.value()
 def step(name, expected, reps=1):
@@ -113,6 +114,42 @@ def _run(which: str, env: dict[str, str]) -> list[dict]:
         return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+MANY_FILES = 10
+NOOP_WORKER = r"""
+import os, sys, time, statistics
+src, build_dir, which, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+if which == "jitload":
+    from jitload import load
+else:
+    from torch.utils.cpp_extension import load
+sources = [os.path.join(src, f"f{i}.cpp") for i in range(n)]
+os.makedirs(build_dir, exist_ok=True)  # torch 2.11's load() does not create it
+load(name="noop_bench", sources=sources, build_directory=build_dir)
+times = []
+for _ in range(200):
+    t = time.perf_counter()
+    load(name="noop_bench", sources=sources, build_directory=build_dir)
+    times.append(time.perf_counter() - t)
+print(statistics.median(times))
+"""
+
+
+def _noop_many_files(which: str, env: dict[str, str]) -> float:
+    """Median no-op reload time of a MANY_FILES-file extension (pybind11-only binding: a quick cold build)."""
+    with tempfile.TemporaryDirectory(prefix=f"noop-{which}-") as tmp:
+        for i in range(MANY_FILES):
+            body = ("#include <pybind11/pybind11.h>\nint f1();\n"
+                    "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"f1\", &f1); }\n") if i == 0 else \
+                   f"int f{i}() {{ return {i}; }}\n"
+            with open(os.path.join(tmp, f"f{i}.cpp"), "w") as f:
+                f.write(body)
+        proc = subprocess.run([sys.executable, "-c", NOOP_WORKER, tmp, os.path.join(tmp, "build"), which,
+                               str(MANY_FILES)], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"{which} no-op run failed:\n{proc.stderr[-4000:]}")
+        return float(proc.stdout.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
@@ -144,10 +181,14 @@ def main() -> None:
         "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
         "| --- | ---: | :---: | ---: | :---: | ---: |",
     ]
-    for t, j in zip(results["torch"], results["jitload"]):
-        ratio = t["seconds"] / j["seconds"] if j["seconds"] > 0 else float("inf")
-        lines.append(f"| {t['step']} | {t['seconds']:.4f} | {'yes' if t['got'] == t['expected'] else 'NO'} | "
-                     f"{j['seconds']:.4f} | {'yes' if j['got'] == j['expected'] else 'NO'} | {ratio:.1f}x |")
+    for t, j in zip(results["torch"], results["jitload"], strict=True):
+        live_t, live_j = t["got"] == t["expected"], j["got"] == j["expected"]
+        ratio = f"{t['seconds'] / j['seconds']:.1f}x" if live_t and live_j else "n/a (a stale module is no rebuild)"
+        lines.append(f"| {t['step']} | {t['seconds']:.4f} | {'yes' if live_t else 'NO'} | "
+                     f"{j['seconds']:.4f} | {'yes' if live_j else 'NO'} | {ratio} |")
+    noop = {which: _noop_many_files(which, env) for which in ("torch", "jitload")}
+    lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
+              f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -18,7 +18,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    # Builds made by tests never land in the user's cache.
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.getbasetemp() / "torch_extensions"))
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    # Builds made by tests never land in the user's cache (session scope: module fixtures build too).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.getbasetemp() / "torch_extensions"))
+        yield
