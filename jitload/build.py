@@ -126,9 +126,21 @@ def _die_with_parent() -> None:
         pass
 
 
+_STATUS = re.compile(r"^\[(\d+)/(\d+)\] .*?-o (\S+)")
+
+
+def _progress(name: str, line: str) -> None:
+    # ninja prints "[k/n] command" as each command starts: enough for a one-line progress note per step.
+    match = _STATUS.match(line)
+    if match:
+        print(f"jitload: building {name} [{match[1]}/{match[2]}] {os.path.basename(match[3])}", file=sys.stderr,
+              flush=True)
+
+
 def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NINJA_FILE,
-              verbose: bool = False) -> NinjaRun:
-    """Run ninja on ``targets``; its output goes to build.log (and to stdout when ``verbose``)."""
+              verbose: bool = False, name: str | None = None) -> NinjaRun:
+    """Run ninja on ``targets``; its output goes to build.log, and to stdout when ``verbose``. Otherwise,
+    when ``name`` is given, each step is announced in one line on stderr."""
     cmd = [ninja_binary(), "-f", ninja_file, "-v"]
     jobs = os.environ.get("MAX_JOBS")
     if jobs and jobs.isdigit():
@@ -147,6 +159,8 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
             log.flush()
             if verbose:
                 print(line, end="", flush=True)
+            elif name:
+                _progress(name, line)
     returncode = proc.wait()
     output = "".join(lines)
     commands = sum(1 for ln in lines if re.match(r"^\[\d+/\d+\] ", ln))
@@ -179,7 +193,7 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
     )
     with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
         f.write(text)
-    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose)
+    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name)
 
 
 def _toolchain_roots() -> tuple[str, ...]:

@@ -207,7 +207,7 @@ class Extension:
             objects = build.write_ninja_file(directory, spec.name, list(spec.sources), list(spec.extra_cflags),
                                              list(spec.extra_cuda_cflags), list(spec.extra_ldflags),
                                              list(spec.extra_include_paths), spec.with_cuda)
-            compiled = build.run_ninja(directory, objects, verbose=self._verbose)
+            compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
             if compiled.returncode != 0:
                 raise BuildError(spec.name, compiled.output, directory, os.path.join(directory, build.LOG_FILE))
             tag = build.library_tag(directory, objects, spec.name)
