@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 run: $(VENV)/.installed
 	$(BIN)/jitload doctor
-	$(BIN)/jitload bench --all
+	$(BIN)/jitload bench --all --compiled --report build/report
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check jitload tests benchmarks kernels

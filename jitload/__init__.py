@@ -1,11 +1,16 @@
 """jitload: write, rebuild, check and time fused PyTorch CUDA kernels interactively.
 
 A thin layer over ``torch.utils.cpp_extension``: ``load``/``load_inline`` take torch's arguments and return a
-handle that always holds the newest build, rebuilt in about a second after a kernel edit.
+handle that always holds the newest build, rebuilt in about a second after a kernel edit; ``check`` compares
+a kernel with its reference in ways a wrong kernel cannot slip through; ``bench`` times it against eager
+PyTorch, ``torch.compile`` and the copy bandwidth measured in the same run.
 """
 
+from .benchmark import BenchResult, bench
+from .checker import CheckReport, Failure, check
 from .errors import BuildError
 from .extension import BuildInfo, Extension, handles, load, load_inline
 
-__all__ = ["BuildError", "BuildInfo", "Extension", "handles", "load", "load_inline"]
+__all__ = ["BenchResult", "BuildError", "BuildInfo", "CheckReport", "Extension", "Failure", "bench", "check",
+           "handles", "load", "load_inline"]
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import shutil
 import sys
@@ -12,6 +13,8 @@ import torch
 from . import doctor, kernels, toolchain
 from .errors import BuildError
 from .lock import build_lock
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
 def _device() -> torch.device:
@@ -25,6 +28,18 @@ def _selected(args: argparse.Namespace) -> list[kernels.Kernel]:
     if args.all or not args.kernel:
         return list(kernels.discover().values())
     return [kernels.get(k) for k in args.kernel]
+
+
+def _dtypes(args: argparse.Namespace, kernel: kernels.Kernel) -> list[torch.dtype]:
+    supported = list(kernel.spec.DTYPES)
+    if not getattr(args, "dtype", None):
+        return supported
+    asked = [DTYPES[d] for d in args.dtype]
+    unsupported = [str(d) for d in asked if d not in supported]
+    if unsupported:
+        raise KeyError(f"kernel {kernel.name!r} does not support {', '.join(unsupported)}; it has "
+                       f"{', '.join(str(d).removeprefix('torch.') for d in supported)}")
+    return asked
 
 
 def _build(kernel: kernels.Kernel, verbose: bool = False):
@@ -45,42 +60,62 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_kernel(kernel: kernels.Kernel, device: torch.device):
-    from .check import check
+def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace):
+    from .checker import check
 
-    ext = _build(kernel)
+    ext = _build(kernel, args.verbose)
     fn = getattr(ext, kernel.spec.FUNCTION)
-    report = check(fn, kernel.reference, kernel.spec.make_inputs, sizes=kernel.spec.CHECK_SIZES,
-                   dtypes=kernel.spec.DTYPES, device=device)
-    cases = len(report.table)
-    print(f"{kernel.name}: check {'passed' if report.ok else 'FAILED'} on {device.type} "
-          f"({cases - len(report.failures)}/{cases} cases)")
-    for failure in report.failures[:5]:
-        print(f"  {failure}")
+    report = check(fn, kernel.reference, kernel.spec.make_inputs, sizes=getattr(kernel.spec, "CHECK_SIZES", None),
+                   dtypes=_dtypes(args, kernel), device=device, grad=getattr(kernel.spec, "GRAD", False),
+                   tolerances=getattr(kernel.spec, "TOLERANCES", None))
+    print(f"{kernel.name}: check {report!r}")
     return fn, report
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     device = _device()
-    failed = [k.name for k in _selected(args) if not _check_kernel(k, device)[1].ok]
+    failed = [k.name for k in _selected(args) if not _check_kernel(k, device, args)[1].ok]
     return 1 if failed else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench
+    from .benchmark import bench, device_name
 
     device = _device()
+    selected = _selected(args)
+    report: list[str] = []
     status = 0
-    for kernel in _selected(args):
-        fn, report = _check_kernel(kernel, device)
-        if not report.ok:
+    for kernel in selected:
+        fn, checked = _check_kernel(kernel, device, args)
+        if not checked.ok:
             print(f"{kernel.name}: not timed, since its check failed")
+            report += [f"## {kernel.name}", "", "Not timed: its check failed.", "", "```", repr(checked), "```", ""]
             status = 1
             continue
-        sizes = args.sizes or kernel.spec.BENCH_SIZES[device.type]
-        table = bench({kernel.name: fn, "eager": kernel.reference}, kernel.spec.make_inputs, sizes=sizes,
-                      dtypes=kernel.spec.DTYPES, bytes_moved=kernel.spec.bytes_moved, device=device)
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        result = bench({kernel.name: fn}, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.BENCH_SIZES[
+            device.type], dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
+            eager=kernel.reference, compiled=args.compiled)
+        print(result)
+        figure = result.plot()
+        figure.axes[0].set_title(f"{kernel.name} on {result.device_name}")
+        if args.plot:
+            path = args.plot if len(selected) == 1 else f"{os.path.splitext(args.plot)[0]}-{kernel.name}.png"
+            figure.savefig(path, dpi=120)
+            print(f"{kernel.name}: plot written to {path}")
+        if args.report:
+            os.makedirs(args.report, exist_ok=True)
+            figure.savefig(os.path.join(args.report, f"{kernel.name}.png"), dpi=120)
+            report += [f"## {kernel.name}", "", f"Check: {checked._summary()}.", "", result.to_markdown(), "",
+                       *(f"{n}: compilation took {s:.1f} s (not in the medians)." for n, s in
+                         result.compile_seconds.items()), "", f"![{kernel.name}]({kernel.name}.png)", ""]
+    if args.report:
+        head = [f"# jitload bench report, {datetime.date.today().isoformat()}", "",
+                f"- device: {device_name(device)}", f"- torch {torch.__version__}, CUDA {torch.version.cuda}",
+                f"- command: `jitload {' '.join(args.argv)}`", ""]
+        path = os.path.join(args.report, "report.md")
+        with open(path, "w") as f:
+            f.write("\n".join(head + report) + "\n")
+        print(f"report written to {path}")
     return status
 
 
@@ -106,16 +141,23 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("doctor", help="show the toolchain, GPUs and cache, and each problem with its fix")
     for name, helptext in (("build", "build kernels (by name under kernels/, or a folder path)"),
                            ("check", "build kernels and check them against their references"),
-                           ("bench", "build, check, then time kernels against eager PyTorch")):
+                           ("bench", "build, check, then time kernels against eager PyTorch and the copy peak")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("kernel", nargs="*", help="kernel names or folders (default: all)")
         p.add_argument("--all", action="store_true", help="every kernel under kernels/")
         p.add_argument("-v", "--verbose", action="store_true", help="show the compiler commands")
+        if name in ("check", "bench"):
+            p.add_argument("--dtype", nargs="+", choices=sorted(DTYPES), help="dtypes (default: the kernel's)")
         if name == "bench":
             p.add_argument("--sizes", type=int, nargs="+", help="element counts to time")
+            p.add_argument("--compiled", action="store_true", help="also time torch.compile(reference)")
+            p.add_argument("--plot", help="write the GB/s plot to this PNG")
+            p.add_argument("--report", help="write report.md and one PNG per kernel into this folder")
     p = sub.add_parser("clean", help="delete cached builds")
     p.add_argument("name", nargs="*", help="extension names (default: the whole jitload cache for this torch)")
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
+    args.argv = argv
     handler = {"doctor": cmd_doctor, "build": cmd_build, "check": cmd_check, "bench": cmd_bench,
                "clean": cmd_clean}[args.command]
     try:
@@ -124,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return 2
     except (KeyError, FileNotFoundError) as err:
-        print(f"jitload: {err}", file=sys.stderr)
+        print(f"jitload: {err.args[0] if err.args else err}", file=sys.stderr)
         return 2
 
 

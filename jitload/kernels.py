@@ -1,8 +1,9 @@
 """The kernel folders under ``kernels/``: find them, read their spec, build them with jitload.
 
-A kernel folder holds ``spec.py`` naming its sources (``SOURCES``, and ``CUDA_SOURCES`` compiled when a
-CUDA toolkit is present), the function to check (``FUNCTION``), its reference (``reference_<name>``), an
-input maker, the bytes it moves, and the sizes to check and time.
+A kernel folder holds ``spec.py`` with: ``NAME`` (the extension), ``SOURCES`` and ``CUDA_SOURCES`` (the
+latter compiled when a CUDA toolkit is present, with ``-DJITLOAD_WITH_CUDA``), ``FUNCTION`` (the one to
+check), ``reference_<folder>``, ``make_inputs(size, dtype, device)``, ``bytes_moved(size, dtype)``,
+``DTYPES`` and ``BENCH_SIZES`` (per device type); optionally ``CHECK_SIZES``, ``TOLERANCES`` and ``GRAD``.
 """
 
 from __future__ import annotations

@@ -41,3 +41,20 @@ def test_clean_removes_one_build(tmp_path):
     out = _jitload("clean", "old_ext", env=env)
     assert out.returncode == 0 and not (root / "old_ext").exists()
     assert "nothing to clean" in _jitload("clean", "old_ext", env=env).stdout
+
+
+def test_bench_writes_report_and_plots(tmp_path):
+    out = _jitload("bench", "add", "--sizes", "1024", "4096", "--report", str(tmp_path / "rep"), "--plot",
+                   str(tmp_path / "add.png"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "check CheckReport PASS" in out.stdout and "copy (peak)" in out.stdout
+    report = (tmp_path / "rep" / "report.md").read_text()
+    assert "## add" in report and "| copy (peak) |" in report and "![add](add.png)" in report
+    for png in (tmp_path / "rep" / "add.png", tmp_path / "add.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unsupported_dtype_is_a_clear_error():
+    out = _jitload("check", "add", "--dtype", "float16")
+    assert out.returncode == 2
+    assert "does not support torch.float16" in out.stderr

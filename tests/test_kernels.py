@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from jitload import kernels, toolchain
-from jitload.check import check
+from jitload.checker import check
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def add_ext(add_kernel):
 
 def test_cpu_twin_matches_reference(add_kernel, add_ext):
     spec = add_kernel.spec
-    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, sizes=spec.CHECK_SIZES, device="cpu")
+    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, dtypes=spec.DTYPES, device="cpu")
     assert report.ok, report
 
 
@@ -57,7 +57,7 @@ def test_non_contiguous_input(add_ext):
 @pytest.mark.cuda
 def test_cuda_kernel_matches_reference(add_kernel, add_ext):
     spec = add_kernel.spec
-    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, sizes=spec.CHECK_SIZES, device="cuda")
+    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, dtypes=spec.DTYPES, device="cuda")
     assert report.ok, report
 
 

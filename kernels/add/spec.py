@@ -11,7 +11,6 @@ SOURCES = ["add.cpp", "add_cpu.cpp"]
 CUDA_SOURCES = ["add_kernel.cu"]
 FUNCTION = "add"
 DTYPES = [torch.float32]
-CHECK_SIZES = [0, 1, 7, 1023, 2**20 + 3]
 BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**20, 2**24, 2**28]}
 
 

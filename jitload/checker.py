@@ -1,0 +1,387 @@
+"""``jitload.check``: compare a candidate kernel with its reference in ways a wrong kernel cannot slip through.
+
+Each case (size x dtype x trial x layout) gets fresh seeded random inputs and runs the candidate with torch's
+uninitialised-memory fill on (``torch.use_deterministic_algorithms`` + ``fill_uninitialized_memory``: every
+``empty``/``empty_like``, also inside C++ extensions, comes back full of NaN), so output a kernel never
+wrote shows up. The inputs are compared with copies taken before the call; the output is compared on the
+current stream *before* any synchronisation, so work left running on a side stream reads as wrong. Every
+failure names its reason and its seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+
+# rtol = about one rounding of the output in the dtype (eps: float32 1.2e-7, float16 9.8e-4, bfloat16 7.8e-3)
+# times the few roundings a fused kernel may do in a different order than its reference; float32 gets 1e-5
+# (~80 ulps) because a reference and a kernel may accumulate in different orders. atol = rtol, since inputs
+# are O(1) (randn) and cancellation near zero leaves an absolute error of about one ulp of the operands.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-10, 1e-10),
+    torch.float32: (1e-5, 1e-5),
+    torch.float16: (1e-3, 1e-3),
+    torch.bfloat16: (1e-2, 1e-2),
+}
+LARGE_SIZE = {"cuda": 2**24 + 1, "cpu": 2**22 + 1}
+DEFAULT_SIZES = (0, 1, 7, 1023, 2**20 + 3)  # plus LARGE_SIZE for the device
+GRAD_SIZES = (1, 7, 33)
+MAX_SHOWN = 5
+
+REASONS = {
+    "wrong_values": "values differ from the reference beyond the dtype's tolerance",
+    "nan_or_inf": "NaN or Inf where the reference has none",
+    "unwritten_output": "output elements the candidate never wrote (they hold whatever memory held)",
+    "wrong_shape": "output shape differs from the reference's",
+    "wrong_dtype": "output dtype differs from the reference's",
+    "wrong_device": "output is on another device than the reference's",
+    "not_a_tensor": "the candidate returned something other than a tensor",
+    "modified_input": "the candidate changed one of its inputs",
+    "unsynchronized": "right only after torch.cuda.synchronize(): work left running on another stream",
+    "raised": "the candidate raised an exception",
+    "degenerate_inputs": "make_inputs returned all-zero inputs, which test almost nothing",
+    "gradcheck_failed": "torch.autograd.gradcheck failed in float64",
+    "wrong_grad": "gradients differ from the reference's",
+    "opcheck_failed": "torch.library.opcheck failed for the registered op",
+}
+
+
+@dataclass
+class Failure:
+    """One failed case: why, where, and the first mismatching elements as (index, got, expected)."""
+
+    reason: str
+    detail: str
+    size: int | None = None
+    dtype: str | None = None
+    layout: str | None = None
+    seed: int | None = None
+    mismatches: list[tuple[tuple[int, ...], float, float]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        where = ", ".join(f"{k}={v}" for k, v in (("size", self.size), ("dtype", self.dtype),
+                                                   ("layout", self.layout), ("seed", self.seed)) if v is not None)
+        return f"[{self.reason}] {where}: {self.detail}"
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check` found: ``.ok``, ``.failures`` and ``.table`` (one row per case)."""
+
+    table: pd.DataFrame
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def reasons(self) -> set[str]:
+        return {f.reason for f in self.failures}
+
+    def raise_if_failed(self) -> None:
+        """Raise AssertionError with the first failures and their mismatching elements."""
+        if self.ok:
+            return
+        lines = [f"check failed in {len(self.failures)} case(s):"]
+        for failure in self.failures[:MAX_SHOWN]:
+            lines.append(f"  {failure}")
+            lines.extend(f"      index {idx}: got {got!r}, expected {exp!r}" for idx, got, exp in failure.mismatches)
+        raise AssertionError("\n".join(lines))
+
+    def _summary(self) -> str:
+        cases = len(self.table)
+        if self.ok:
+            return f"PASS: {cases} cases"
+        counts = pd.Series([f.reason for f in self.failures]).value_counts()
+        return f"FAIL: {len(self.failures)} failure(s) in {cases} cases (" + ", ".join(
+            f"{r}: {n}" for r, n in counts.items()) + ")"
+
+    def __repr__(self) -> str:
+        lines = [f"CheckReport {self._summary()}"]
+        lines.extend(f"  {f}" for f in self.failures[:MAX_SHOWN])
+        if len(self.failures) > MAX_SHOWN:
+            lines.append(f"  ... and {len(self.failures) - MAX_SHOWN} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        color = "#070" if self.ok else "#b00"
+        items = "".join(f"<li><code>{html.escape(f.reason)}</code> {html.escape(str(f))}</li>"
+                        for f in self.failures[:MAX_SHOWN])
+        return (f"<b style='color:{color}'>CheckReport {html.escape(self._summary())}</b><ul>{items}</ul>"
+                f"<details><summary>all cases</summary>{self.table.to_html(index=False)}</details>")
+
+
+@contextlib.contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Fill every new tensor's memory with NaN (floats) or the max value (ints) inside the block."""
+    import torch.utils.deterministic as det
+
+    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), \
+        torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = det.fill_uninitialized_memory
+    try:
+        # warn_only: a nondeterministic op inside the candidate must not turn into an error here.
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        det.fill_uninitialized_memory = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            yield
+    finally:
+        det.fill_uninitialized_memory = fill
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+def _strided_copy(t: Any) -> Any:
+    """The same values in a non-contiguous layout (every other element of a wider buffer)."""
+    if not isinstance(t, torch.Tensor) or t.dim() == 0:
+        return t
+    wide = torch.empty((*t.shape, 2), dtype=t.dtype, device=t.device)
+    view = wide[..., 0]
+    view.copy_(t)
+    return view
+
+
+def _fill_cache(nbytes: int, device: torch.device) -> None:
+    # Leave freed blocks holding a sentinel, so a rerun's uninitialised output holds it instead of NaN.
+    if nbytes > 0:
+        torch.full((max(nbytes // 4, 1),), 1234.5, dtype=torch.float32, device=device)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _mismatches(got: torch.Tensor, exp: torch.Tensor, bad: torch.Tensor) -> list[tuple[tuple[int, ...], float, float]]:
+    found = []
+    for flat in bad.flatten().nonzero().flatten()[:MAX_SHOWN].tolist():
+        idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+        found.append((idx, got.flatten()[flat].item(), exp.flatten()[flat].item()))
+    return found
+
+
+@dataclass
+class _Comparison:
+    reason: str | None
+    detail: str = ""
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    worst: tuple[int, ...] | None = None
+    mismatches: list = field(default_factory=list)
+    nan_mask: torch.Tensor | None = None
+
+
+def _compare(got: Any, exp: torch.Tensor, rtol: float, atol: float) -> _Comparison:
+    if not isinstance(got, torch.Tensor):
+        return _Comparison("not_a_tensor", f"returned {type(got).__name__}")
+    for what, reason in (("shape", "wrong_shape"), ("dtype", "wrong_dtype"), ("device", "wrong_device")):
+        if getattr(got, what) != getattr(exp, what):
+            return _Comparison(reason, f"got {getattr(got, what)}, expected {getattr(exp, what)}")
+    if got.numel() == 0:
+        return _Comparison(None)
+    g, e = got.double(), exp.double()
+    diff = (g - e).abs()
+    finite_ref = torch.isfinite(e)
+    nonfinite = ~torch.isfinite(g) & finite_ref
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    scaled = diff / (atol + rtol * e.abs())
+    worst_flat = int(scaled.flatten().argmax())
+    worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst_flat), got.shape))
+    max_abs = float(diff[finite_ref].max()) if finite_ref.any() else 0.0
+    tiny = torch.finfo(exp.dtype).tiny if exp.is_floating_point() else 1.0
+    max_rel = float((diff / e.abs().clamp_min(tiny))[finite_ref].max()) if finite_ref.any() else 0.0
+    base = _Comparison(None, "", max_abs, max_rel, worst)
+    if nonfinite.any():
+        base.reason, base.nan_mask = "nan_or_inf", nonfinite
+        base.detail = f"{int(nonfinite.sum())} of {got.numel()} elements are NaN/Inf where the reference is finite"
+        base.mismatches = _mismatches(got, exp, nonfinite)
+        return base
+    bad = ~torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    if bad.any():
+        base.reason = "wrong_values"
+        base.detail = (f"{int(bad.sum())} of {got.numel()} elements beyond rtol={rtol:g}, atol={atol:g}; worst at "
+                       f"{worst}: got {got[worst].item()!r}, expected {exp[worst].item()!r}")
+        base.mismatches = _mismatches(got, exp, bad)
+    return base
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not isinstance(a, torch.Tensor):
+        return True
+    return a.shape == b.shape and bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))) and \
+        bool((a.isnan() == b.isnan()).all())
+
+
+def _floating(inputs: tuple) -> list[torch.Tensor]:
+    return [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
+def _is_registered_op(fn: Any) -> bool:
+    return isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+
+
+def check(
+    candidate: Callable[..., Any],
+    reference: Callable[..., torch.Tensor],
+    make_inputs: Callable[[int, torch.dtype, torch.device], tuple],
+    *,
+    sizes: Sequence[int] | None = None,
+    dtypes: Sequence[torch.dtype] = (torch.float32,),
+    device: str | torch.device | None = None,
+    trials: int = 3,
+    grad: bool = False,
+    seed: int = 0,
+    tolerances: dict[torch.dtype, tuple[float, float]] | None = None,
+    layouts: Sequence[str] = ("contiguous", "strided"),
+) -> CheckReport:
+    """Check ``candidate(*make_inputs(size, dtype, device))`` against ``reference`` on the same inputs.
+
+    Default sizes: 0, 1, 7, 1023, 2^20+3 and a large one (2^24+1 on CUDA, 2^22+1 on CPU), each also with every
+    input in a non-contiguous layout. ``grad=True`` adds float64 gradcheck on small sizes and a comparison of
+    gradients with the reference's. A registered torch op (``torch.ops.ns.name``) also gets
+    ``torch.library.opcheck``. Tolerances default to :data:`TOLERANCES` (rtol, atol) per dtype.
+    """
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    sizes = list(sizes) if sizes is not None else [*DEFAULT_SIZES, LARGE_SIZE.get(device.type, 2**22 + 1)]
+    tols = {**TOLERANCES, **(tolerances or {})}
+    rows: list[dict] = []
+    failures: list[Failure] = []
+    for dtype in dtypes:
+        rtol, atol = tols.get(dtype, (1e-5, 1e-5))
+        dname = str(dtype).removeprefix("torch.")
+        for size in sizes:
+            for trial in range(trials):
+                case_seed = seed + 7919 * trial + 104729 * sizes.index(size) + 31 * dtypes.index(dtype)
+                for layout in layouts:
+                    row = {"size": size, "dtype": dname, "trial": trial, "layout": layout, "seed": case_seed}
+                    failure = _run_case(candidate, reference, make_inputs, size, dtype, device, layout, case_seed,
+                                        rtol, atol, row)
+                    row["ok"] = failure is None
+                    row["reason"] = failure.reason if failure else ""
+                    rows.append(row)
+                    if failure:
+                        failures.append(failure)
+    if grad:
+        failures.extend(_check_grad(candidate, reference, make_inputs, dtypes, device, seed, tols))
+    if _is_registered_op(candidate):
+        failures.extend(_opcheck(candidate, make_inputs, dtypes, device, seed))
+    return CheckReport(pd.DataFrame(rows), failures)
+
+
+def _run_case(candidate, reference, make_inputs, size, dtype, device, layout, case_seed, rtol, atol,
+              row) -> Failure | None:
+    def fail(reason: str, detail: str, mismatches=None) -> Failure:
+        return Failure(reason, detail, size, row["dtype"], layout, case_seed, mismatches or [])
+
+    torch.manual_seed(case_seed)
+    inputs = tuple(make_inputs(size, dtype, device))
+    if layout == "strided":
+        inputs = tuple(_strided_copy(t) for t in inputs)
+    floats = _floating(inputs)
+    if size > 0 and floats and all(not bool(t.any()) for t in floats):
+        return fail("degenerate_inputs", "every floating input is all zeros")
+    expected = reference(*inputs)
+    before = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
+    _sync(device)
+    try:
+        with poisoned_allocations():
+            got = candidate(*inputs)
+            # No synchronize here: a result must already be right on the current stream.
+            cmp = _compare(got, expected, rtol, atol)
+    except Exception as exc:  # a candidate that raises is a failed case, not a crashed check
+        return fail("raised", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    row.update(max_abs_err=cmp.max_abs, max_rel_err=cmp.max_rel, worst_index=cmp.worst)
+    modified = [i for i, (a, b) in enumerate(zip(inputs, before, strict=True)) if not _same(a, b)]
+    if modified:
+        return fail("modified_input", f"input(s) {modified} changed during the call")
+    if cmp.reason is None:
+        return None
+    if device.type == "cuda" and cmp.reason in ("wrong_values", "nan_or_inf"):
+        _sync(device)
+        if _compare(got, expected, rtol, atol).reason is None:
+            return fail("unsynchronized", "the output was wrong when read on the current stream and right "
+                                          "after torch.cuda.synchronize()")
+    if cmp.reason == "nan_or_inf" and cmp.nan_mask is not None and _unwritten(candidate, inputs, got, cmp.nan_mask,
+                                                                              device):
+        return fail("unwritten_output", f"{int(cmp.nan_mask.sum())} of {got.numel()} output elements were never "
+                                        "written: they hold the NaN poison, and other values when memory differs",
+                    cmp.mismatches)
+    return fail(cmp.reason, cmp.detail, cmp.mismatches)
+
+
+def _unwritten(candidate, inputs, got, nan_mask, device) -> bool:
+    """Rerun without the NaN fill, over freed memory holding a sentinel: unwritten elements change value."""
+    _fill_cache(got.numel() * got.element_size(), device)
+    try:
+        again = candidate(*inputs)
+        _sync(device)
+    except Exception:
+        return False
+    return isinstance(again, torch.Tensor) and again.shape == got.shape and bool(
+        torch.isfinite(again[nan_mask]).any())
+
+
+def _check_grad(candidate, reference, make_inputs, dtypes, device, seed, tols) -> list[Failure]:
+    failures = []
+    for size in GRAD_SIZES:
+        torch.manual_seed(seed + size)
+        inputs = tuple(t.detach().requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                       for t in make_inputs(size, torch.float64, device))
+        try:
+            ok = torch.autograd.gradcheck(candidate, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False)
+            detail = "numerical and analytical Jacobians differ"
+        except Exception as exc:
+            ok, detail = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if not ok:
+            failures.append(Failure("gradcheck_failed", detail, size, "float64", "contiguous", seed + size))
+    for dtype in dtypes:
+        rtol, atol = tols.get(dtype, (1e-5, 1e-5))
+        for size in GRAD_SIZES:
+            torch.manual_seed(seed + size)
+            base = make_inputs(size, dtype, device)
+            leaves = [t for t in base if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            grads = []
+            for fn in (candidate, reference):
+                args = tuple(t.detach().clone().requires_grad_() if any(t is leaf for leaf in leaves) else t
+                             for t in base)
+                torch.manual_seed(seed)
+                try:
+                    out = fn(*args)
+                    weight = torch.randn_like(out)
+                    diffable = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+                    grads.append(torch.autograd.grad(out, diffable, weight, allow_unused=True))
+                except Exception as exc:
+                    failures.append(Failure("wrong_grad", f"{getattr(fn, '__name__', fn)} backward raised "
+                                            f"{type(exc).__name__}: {exc}", size, str(dtype), "contiguous", seed))
+                    break
+            else:
+                for i, (gc, gr) in enumerate(zip(*grads, strict=True)):
+                    if gr is None:
+                        continue
+                    cmp = _compare(gc, gr, rtol, atol) if gc is not None else _Comparison("wrong_grad", "no gradient")
+                    if cmp.reason:
+                        failures.append(Failure("wrong_grad", f"gradient of input {i}: {cmp.detail}", size,
+                                                str(dtype).removeprefix("torch."), "contiguous", seed,
+                                                cmp.mismatches))
+    return failures
+
+
+def _opcheck(op, make_inputs, dtypes, device, seed) -> list[Failure]:
+    failures = []
+    for dtype in dtypes:
+        torch.manual_seed(seed)
+        args = tuple(make_inputs(7, dtype, device))
+        try:
+            torch.library.opcheck(op, args)
+        except Exception as exc:
+            failures.append(Failure("opcheck_failed", f"{type(exc).__name__}: {str(exc).splitlines()[0]}", 7,
+                                    str(dtype).removeprefix("torch."), "contiguous", seed))
+    return failures
