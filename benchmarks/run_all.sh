@@ -20,7 +20,7 @@ status=0
 for part in "${parts[@]}"; do
   case $part in
     tests)   $PY -m pytest -q -rs 2>&1 | tee "$OUT/tests.txt" || status=1 ;;
-    kernels) $PY -m jitload bench --all 2>&1 | tee "$OUT/kernels.txt" || status=1 ;;
+    kernels) $PY -m jitload bench --all --compiled --report "$OUT/report" 2>&1 | tee "$OUT/kernels.txt" || status=1 ;;
     reload)  $PY benchmarks/reload.py --out "$OUT/reload.md" || status=1 ;;
     *) echo "unknown part: $part" >&2; status=2 ;;
   esac

@@ -21,6 +21,7 @@ and two processes building at once agree on one file.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import inspect
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -137,6 +139,21 @@ def _progress(name: str, line: str) -> None:
               flush=True)
 
 
+@contextlib.contextmanager
+def _reaped(proc: subprocess.Popen) -> Iterator[None]:
+    """On Ctrl-C (or any error) while ninja runs, stop it and wait for it: no build goes on unseen."""
+    try:
+        yield
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NINJA_FILE,
               verbose: bool = False, name: str | None = None) -> NinjaRun:
     """Run ninja on ``targets``; its output goes to build.log, and to stdout when ``verbose``. Otherwise,
@@ -151,7 +168,7 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
     lines = []
     assert proc.stdout is not None
     # Written as it arrives, so `tail -f build.log` follows a long build.
-    with open(os.path.join(build_directory, LOG_FILE), "a") as log:
+    with _reaped(proc), open(os.path.join(build_directory, LOG_FILE), "a") as log:
         log.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd[1:] + targets)}\n")
         for line in proc.stdout:
             lines.append(line)

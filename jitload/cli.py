@@ -1,4 +1,4 @@
-"""The ``jitload`` command: doctor, build, check, bench, clean."""
+"""The ``jitload`` command: doctor, build, check, bench, watch, clean."""
 
 from __future__ import annotations
 
@@ -119,6 +119,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    from .watch import watch_target
+
+    watcher = watch_target(args.target, name=args.name, check=args.check, bench=args.bench)
+    try:
+        watcher.run()
+    except KeyboardInterrupt:
+        pass
+    watcher.console.print("jitload watch: stopped", style="dim")
+    return 0
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     root = toolchain.cache_root()
     targets = [os.path.join(root, n) for n in args.name] if args.name else [root]
@@ -153,19 +165,24 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--compiled", action="store_true", help="also time torch.compile(reference)")
             p.add_argument("--plot", help="write the GB/s plot to this PNG")
             p.add_argument("--report", help="write report.md and one PNG per kernel into this folder")
+    p = sub.add_parser("watch", help="rebuild on every save; with a kernel, re-check (--check) and re-time (--bench)")
+    p.add_argument("target", nargs="+", help="a kernel name or folder, or source files")
+    p.add_argument("--name", help="extension name for source files (default: the first file's stem)")
+    p.add_argument("--check", action="store_true", help="check against the kernel's reference after each build")
+    p.add_argument("--bench", action="store_true", help="a short timing after each build")
     p = sub.add_parser("clean", help="delete cached builds")
     p.add_argument("name", nargs="*", help="extension names (default: the whole jitload cache for this torch)")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     args.argv = argv
     handler = {"doctor": cmd_doctor, "build": cmd_build, "check": cmd_check, "bench": cmd_bench,
-               "clean": cmd_clean}[args.command]
+               "watch": cmd_watch, "clean": cmd_clean}[args.command]
     try:
         return handler(args)
     except BuildError as err:
         print(err, file=sys.stderr)
         return 2
-    except (KeyError, FileNotFoundError) as err:
+    except (KeyError, FileNotFoundError, ValueError) as err:
         print(f"jitload: {err.args[0] if err.args else err}", file=sys.stderr)
         return 2
 

@@ -266,6 +266,41 @@ def _unsupported(kwargs: dict[str, Any]) -> None:
         raise NotImplementedError("jitload builds C++ and CUDA extensions; SYCL is not supported")
 
 
+def _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory,
+          with_cuda) -> BuildSpec:
+    _check_name(name)
+    source_list = [os.path.abspath(s) for s in _as_list(sources)]
+    if not source_list:
+        raise ValueError("load() needs at least one source file")
+    missing = [s for s in source_list if not os.path.isfile(s)]
+    if missing:
+        raise FileNotFoundError(f"source file(s) not found: {', '.join(missing)}")
+    if with_cuda is None:
+        with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in source_list)
+    directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
+    return BuildSpec(name, tuple(source_list), tuple(_as_list(extra_cflags)), tuple(_as_list(extra_cuda_cflags)),
+                     tuple(_as_list(extra_ldflags)),
+                     tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory)
+
+
+def prepare(
+    name: str,
+    sources: str | Sequence[str],
+    extra_cflags: Sequence[str] | None = None,
+    extra_cuda_cflags: Sequence[str] | None = None,
+    extra_ldflags: Sequence[str] | None = None,
+    extra_include_paths: Sequence[str] | None = None,
+    build_directory: str | None = None,
+    verbose: bool = False,
+    with_cuda: bool | None = None,
+) -> Extension:
+    """The handle :func:`load` would return, not built yet: ``.reload()`` builds it (a watcher wants the
+    first build's errors shown like any later one's)."""
+    spec = _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
+                 build_directory, with_cuda)
+    return _handle(spec, verbose)
+
+
 def load(
     name: str,
     sources: str | Sequence[str],
@@ -286,23 +321,13 @@ def load(
     ``is_python_module=False`` or ``is_standalone=True`` the call is handed to torch unchanged (with the
     CUDA_HOME and arch fixes), since op libraries and executables are not hot-reloadable modules.
     """
-    _check_name(name)
     _unsupported(kwargs)
-    source_list = [os.path.abspath(s) for s in _as_list(sources)]
-    if not source_list:
-        raise ValueError("load() needs at least one source file")
-    missing = [s for s in source_list if not os.path.isfile(s)]
-    if missing:
-        raise FileNotFoundError(f"source file(s) not found: {', '.join(missing)}")
-    if with_cuda is None:
-        with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in source_list)
-    directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
+    spec = _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
+                 build_directory, with_cuda)
     if not is_python_module or is_standalone:
-        return _torch_load(name, source_list, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
-                           directory, verbose, with_cuda, is_python_module, is_standalone)
-    spec = BuildSpec(name, tuple(source_list), tuple(_as_list(extra_cflags)), tuple(_as_list(extra_cuda_cflags)),
-                     tuple(_as_list(extra_ldflags)),
-                     tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory)
+        return _torch_load(name, list(spec.sources), extra_cflags, extra_cuda_cflags, extra_ldflags,
+                           extra_include_paths, spec.build_directory, verbose, spec.with_cuda, is_python_module,
+                           is_standalone)
     return _handle(spec, verbose).reload()
 
 

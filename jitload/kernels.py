@@ -14,7 +14,7 @@ import types
 from dataclasses import dataclass
 
 from . import toolchain
-from .extension import Extension, load
+from .extension import Extension, prepare
 
 CUDA_DEFINE = "-DJITLOAD_WITH_CUDA"
 
@@ -35,15 +35,17 @@ class Kernel:
         names = list(self.spec.SOURCES) + (list(getattr(self.spec, "CUDA_SOURCES", [])) if with_cuda else [])
         return [os.path.join(self.folder, n) for n in names]
 
-    def build(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
-        """Build (or hot-rebuild) the kernel's extension; CUDA sources are included when nvcc exists."""
+    def extension(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
+        """The kernel's extension handle, not yet built; CUDA sources are included when nvcc exists."""
         if with_cuda is None:
             with_cuda = bool(getattr(self.spec, "CUDA_SOURCES", None)) and toolchain.find_cuda_home() is not None
         flags = ["-O3", CUDA_DEFINE] if with_cuda else ["-O3"]
-        ext = load(self.spec.NAME, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
-                   with_cuda=with_cuda, verbose=verbose)
-        assert isinstance(ext, Extension)
-        return ext
+        return prepare(self.spec.NAME, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
+                       with_cuda=with_cuda, verbose=verbose)
+
+    def build(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
+        """Build (or hot-rebuild) the kernel's extension."""
+        return self.extension(with_cuda=with_cuda, verbose=verbose).reload()
 
 
 def default_kernels_dir() -> str:

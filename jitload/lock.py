@@ -2,7 +2,8 @@
 
 torch <= 2.13 marks a build as in progress by the *existence* of a ``lock`` file (FileBaton), so a build
 killed with SIGKILL leaves every later load waiting forever. ``fcntl.flock`` locks belong to the open file:
-the kernel drops them when the holder dies, however it dies. The file itself stays and means nothing.
+the kernel drops them when the holder dies, however it dies. The holder deletes the file when it is done, so
+no lock file outlives a build that ended normally; one left by a killed build is unlocked and harmless.
 """
 
 from __future__ import annotations
@@ -25,27 +26,34 @@ def build_lock(directory: str, *, poll_s: float = 0.1, announce_after_s: float =
     wait ends when that build finishes or its process dies.
     """
     path = os.path.join(directory, LOCK_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    start = time.monotonic()
+    announced = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not announced and time.monotonic() - start > announce_after_s:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                print(f"jitload: waiting for the build in {directory} (pid {holder})", file=sys.stderr)
+                announced = True
+            os.close(fd)
+            # Polling (rather than a blocking flock) lets the wait be announced and interrupted by Ctrl-C.
+            time.sleep(poll_s)
+            continue
+        # The previous holder deletes the file on release: a lock taken on a deleted file guards nothing.
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
     try:
-        start = time.monotonic()
-        announced = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not announced and time.monotonic() - start > announce_after_s:
-                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                    print(f"jitload: waiting for the build in {directory} (pid {holder})", file=sys.stderr)
-                    announced = True
-                # Polling (rather than a blocking flock) lets the wait be announced and interrupted by Ctrl-C.
-                time.sleep(poll_s)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield
     finally:
+        with contextlib.suppress(FileNotFoundError):  # `jitload clean` deletes the directory under the lock
+            os.unlink(path)  # while still holding the lock, so nobody locks the old file after this
         os.close(fd)

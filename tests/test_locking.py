@@ -49,7 +49,7 @@ def test_sigkilled_build_does_not_block_the_next_load(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not [f for f in os.listdir(bdir) if f.endswith(".so")], "the build finished before it was killed"
-    # The lock is free at once: no stale lock file to wait for.
+    # The killed build's lock file is still there, and free at once: nothing to wait for.
     fd = os.open(os.path.join(bdir, LOCK_NAME), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -58,6 +58,7 @@ def test_sigkilled_build_does_not_block_the_next_load(tmp_path):
     ext = jitload.load("killed_ext", sources, build_directory=bdir)
     assert ext.value() == 11
     assert ext.info.status == "built"
+    assert not os.path.exists(os.path.join(bdir, LOCK_NAME))  # a finished build leaves no lock file
 
 
 def test_lock_waits_for_a_live_holder(tmp_path):
@@ -71,3 +72,18 @@ def test_lock_waits_for_a_live_holder(tmp_path):
         waited = time.monotonic() - start
     holder.wait()
     assert waited > 0.5  # it really waited for the other process instead of building alongside it
+
+
+def test_lock_file_removed_and_lock_still_exclusive(tmp_path):
+    with build_lock(str(tmp_path)):
+        assert os.path.exists(tmp_path / LOCK_NAME)
+        fd = os.open(tmp_path / LOCK_NAME, os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                raise AssertionError("a second holder got the lock")
+            except BlockingIOError:
+                pass
+        finally:
+            os.close(fd)
+    assert not os.path.exists(tmp_path / LOCK_NAME)
