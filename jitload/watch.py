@@ -85,23 +85,39 @@ class Watcher:
             table.add_row(*(_fmt(v) for v in row))
         self.console.print(table)
 
+    def _snapshot(self) -> dict[str, tuple[int, int] | None]:
+        def stat(path: str) -> tuple[int, int] | None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            return st.st_mtime_ns, st.st_size
+
+        return {f: stat(f) for f in self.files()}
+
     def run(self, stop_event: threading.Event | None = None) -> None:
         """Build once, then rebuild on every change until Ctrl-C (or ``stop_event`` is set)."""
         import watchfiles
 
+        before = self._snapshot()
         self.cycle()
         while not (stop_event and stop_event.is_set()):
+            # A file saved while the last build or check ran was not being watched: rebuild at once.
+            if any(self._snapshot().get(f) != s for f, s in before.items()):
+                before = self._snapshot()
+                self.cycle()
+                continue
             files = set(self.files())
             folders = sorted({os.path.dirname(f) for f in files if os.path.isdir(os.path.dirname(f))})
             self.console.print(f"watching {len(files)} files in {len(folders)} folder(s); Ctrl-C stops",
                                style="dim")
-            changed = False
-            for changes in watchfiles.watch(*folders, stop_event=stop_event,
-                                            watch_filter=lambda _change, path, files=files: path in files):
-                changed = bool(changes)
+            for _changes in watchfiles.watch(*folders, stop_event=stop_event,
+                                             watch_filter=lambda _change, path, files=files: path in files):
                 break
-            if changed:
-                self.cycle()
+            else:
+                return  # stop_event was set
+            before = self._snapshot()
+            self.cycle()
 
 
 def _cuda() -> bool:
