@@ -5,7 +5,9 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.14.1
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench-reload clean
+IMAGE ?= pytorch-cuda:v2.8
+
+.PHONY: run test lint bench-reload clean system-deps docker-build docker-up
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +25,25 @@ run: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check jitload tests benchmarks kernels
 
-test: $(VENV)/.installed lint
+# The container's services are tested with Debian's sshd; as root (CI), install it if it is missing.
+system-deps:
+	@if ! [ -x /usr/sbin/sshd ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; \
+		else echo "openssh-server is missing: the sshd tests will be skipped (apt-get install openssh-server)"; fi; \
+	fi
+
+test: $(VENV)/.installed lint system-deps
 	$(BIN)/python -m pytest
 
 bench-reload: $(VENV)/.installed
 	$(BIN)/python benchmarks/reload.py
+
+docker-build:
+	docker build -f docker/Dockerfile -t $(IMAGE) .
+
+docker-up:
+	docker compose -f docker/compose.yaml up
 
 clean:
 	rm -rf $(VENV) build *.egg-info
