@@ -12,5 +12,19 @@ from .errors import BuildError
 from .extension import BuildInfo, Extension, handles, load, load_inline, prepare
 
 __all__ = ["BenchResult", "BuildError", "BuildInfo", "CheckReport", "Extension", "Failure", "bench", "check",
-           "handles", "load", "load_inline", "prepare"]
+           "handles", "load", "load_inline", "prepare", "watch"]
 __version__ = "0.1.0"
+
+
+def watch(ext: Extension, *, start: bool = True):
+    """A notebook panel that rebuilds ``ext`` when its files change (see :mod:`jitload.widgets`)."""
+    from .widgets import watch as _watch
+
+    return _watch(ext, start=start)
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext jitload``: the %%cuda, %%cpp and %%kernel cell magics."""
+    from .magics import JitloadMagics
+
+    ipython.register_magics(JitloadMagics)

@@ -87,6 +87,14 @@ class BenchResult:
     device: str
     device_name: str
     compile_seconds: dict[str, float] = field(default_factory=dict)
+    # (names, size, dtype name) -> BenchResult: the same measurement again, for widget()
+    rerun: Callable[[list[str], int, str], BenchResult] | None = field(default=None, repr=False)
+
+    def widget(self) -> Any:
+        """A notebook panel: pick a size, a dtype and versions; it re-times them and redraws."""
+        from .widgets import BenchPanel
+
+        return BenchPanel(self)
 
     def __repr__(self) -> str:
         extra = "".join(f"\n{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
@@ -220,7 +228,12 @@ def bench(
     table["speedup"] = [base.get((s, d), np.nan) / m for s, d, m in zip(table["size"], table["dtype"],
                                                                           table["median_ms"], strict=True)]
     table.loc[table["name"] == PEAK, "speedup"] = np.nan
-    return BenchResult(table, device.type, device_name(device), compile_s)
+    def rerun(names: list[str], size: int, dtype_name: str) -> BenchResult:
+        return bench({n: entries[n] for n in names}, make_inputs, sizes=[size], dtypes=[getattr(torch, dtype_name)],
+                     bytes_moved=bytes_moved, flops=flops, device=device, peak=peak, target_ms=target_ms,
+                     min_reps=min_reps, max_reps=max_reps, progress=False)
+
+    return BenchResult(table, device.type, device_name(device), compile_s, rerun)
 
 
 def _row(name, device, size, dname, t: Timing, nbytes, nflops, peak_gbs) -> dict:

@@ -120,7 +120,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from .watch import watch_target
+    from .watcher import watch_target
 
     watcher = watch_target(args.target, name=args.name, check=args.check, bench=args.bench)
     try:

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from .errors import BuildError
 from .extension import Extension
@@ -46,7 +47,7 @@ class Watcher:
         try:
             self.ext.reload()
         except BuildError as err:
-            self.console.print(Panel(str(err), title=f"{stamp} {self.ext.name}: build failed (last good build "
+            self.console.print(Panel(Text(str(err)), title=f"{stamp} {self.ext.name}: build failed (last good build "
                                      "kept)" if self.ext.info and self.ext.info.module_name else
                                      f"{stamp} {self.ext.name}: build failed", border_style="red"))
             return False
@@ -85,39 +86,53 @@ class Watcher:
             table.add_row(*(_fmt(v) for v in row))
         self.console.print(table)
 
-    def _snapshot(self) -> dict[str, tuple[int, int] | None]:
-        def stat(path: str) -> tuple[int, int] | None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                return None
-            return st.st_mtime_ns, st.st_size
-
-        return {f: stat(f) for f in self.files()}
-
     def run(self, stop_event: threading.Event | None = None) -> None:
         """Build once, then rebuild on every change until Ctrl-C (or ``stop_event`` is set)."""
-        import watchfiles
-
-        before = self._snapshot()
-        self.cycle()
         while not (stop_event and stop_event.is_set()):
-            # A file saved while the last build or check ran was not being watched: rebuild at once.
-            if any(self._snapshot().get(f) != s for f, s in before.items()):
-                before = self._snapshot()
-                self.cycle()
-                continue
-            files = set(self.files())
-            folders = sorted({os.path.dirname(f) for f in files if os.path.isdir(os.path.dirname(f))})
-            self.console.print(f"watching {len(files)} files in {len(folders)} folder(s); Ctrl-C stops",
-                               style="dim")
-            for _changes in watchfiles.watch(*folders, stop_event=stop_event,
-                                             watch_filter=lambda _change, path, files=files: path in files):
-                break
-            else:
-                return  # stop_event was set
-            before = self._snapshot()
+            before = snapshot(self.files())
             self.cycle()
+            files = self.files()
+            self.console.print(f"watching {len(files)} files in {len(_folders(files))} folder(s); Ctrl-C stops",
+                               style="dim")
+            if not wait_for_change(files, stop_event, since=before):
+                return  # stop_event was set
+
+
+def _folders(files: Iterable[str]) -> list[str]:
+    return sorted({os.path.dirname(f) for f in files if os.path.isdir(os.path.dirname(f))})
+
+
+def snapshot(files: Iterable[str]) -> dict[str, tuple[int, int] | None]:
+    """mtime and size of each file (None if missing)."""
+    out: dict[str, tuple[int, int] | None] = {}
+    for path in files:
+        try:
+            st = os.stat(path)
+            out[path] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            out[path] = None
+    return out
+
+
+def wait_for_change(files: Iterable[str], stop_event: threading.Event | None = None,
+                    since: dict[str, tuple[int, int] | None] | None = None) -> bool:
+    """Block until one of ``files`` changes (True) or ``stop_event`` is set (False).
+
+    ``since`` is a :func:`snapshot` taken before the last build: a file saved after it, while nothing was
+    watching yet (during the build, or before the watcher is up), counts as a change too.
+    """
+    import watchfiles
+
+    wanted = set(files)
+    # The folders, not the files: editors save by writing a new file and renaming it over the old one.
+    # yield_on_timeout: wake every half second to compare against `since` once the watcher is running.
+    for changes in watchfiles.watch(*_folders(wanted), stop_event=stop_event, yield_on_timeout=True,
+                                    rust_timeout=500, watch_filter=lambda _change, path: path in wanted):
+        if changes:
+            return True
+        if since is not None and any(snapshot([f])[f] != s for f, s in since.items()):
+            return True
+    return False
 
 
 def _cuda() -> bool:

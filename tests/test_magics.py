@@ -1,0 +1,106 @@
+"""The IPython magics: %%cpp and %%cuda cells build, rebuild on edit, show errors and keep the old handle;
+%%kernel saves a cell into a kernel folder (with a .bak) and rebuilds that kernel."""
+
+import os
+import shutil
+
+import pytest
+import torch
+from extensions import write
+from IPython.core.interactiveshell import InteractiveShell
+
+from jitload import magics, toolchain
+from jitload.extension import Extension
+
+
+@pytest.fixture(scope="module")
+def shell():
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jitload")
+    return ip
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    seen = []
+    monkeypatch.setattr(magics, "display", seen.append)
+    return seen
+
+
+def test_declarations_from_definitions():
+    src = """
+    template <typename T> __global__ void k(T* x) {}
+    torch::Tensor scale(const torch::Tensor& x,
+                        double factor) {
+        return x;
+    }
+    at::Tensor  add_one(at::Tensor x) { return x; }
+    """
+    assert magics.declarations(src, ["scale", "add_one"]) == (
+        "torch::Tensor scale(const torch::Tensor& x, double factor);\nat::Tensor add_one(at::Tensor x);")
+    with pytest.raises(ValueError, match="--cpp"):
+        magics.declarations(src, ["missing"])
+
+
+def test_cpp_cell_builds_rebuilds_and_keeps_the_old_handle_on_error(shell, shown, capsys):
+    cell = "torch::Tensor times(const torch::Tensor& x) { return x * %s; }\n"
+    shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "2")
+    ext = shell.user_ns["mag_cpp"]
+    assert isinstance(ext, Extension) and ext.times(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert "mag_cpp: built in" in capsys.readouterr().out
+    shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")
+    assert shell.user_ns["mag_cpp"] is ext and ext.times(torch.ones(1)).item() == 3.0
+    shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "oops")
+    (html,) = shown
+    assert "oops" in html.data and "previous build is still loaded" in html.data
+    assert ext.times(torch.ones(1)).item() == 3.0
+    shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")  # fixed: rebuilt, same code as before
+    assert ext.times(torch.ones(1)).item() == 3.0 and "mag_cpp: built in" in capsys.readouterr().out
+    shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")  # re-run as it is: nothing to do
+    assert "mag_cpp: unchanged" in capsys.readouterr().out
+
+
+def test_bad_magic_line_is_a_clear_error(shell):
+    with pytest.raises(ValueError, match="--functions"):
+        shell.run_cell_magic("cpp", "no_functions_given", "int f() { return 1; }")
+
+
+@pytest.mark.skipif(toolchain.find_cuda_home() is None, reason="no CUDA toolkit")
+def test_cuda_cell_compiles_and_runs_its_host_path(shell, capsys):
+    cell = """
+    __global__ void triple_kernel(const float* x, float* y, int64_t n) {
+        int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 3.0f * x[i];
+    }
+    torch::Tensor triple(torch::Tensor x) {
+        if (!x.is_cuda()) return x * 3;  // the CPU path, so that the cell also runs where no GPU is
+        auto y = torch::empty_like(x);
+        triple_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+        return y;
+    }
+    """
+    shell.run_cell_magic("cuda", "mag_cuda --functions triple", cell)
+    ext = shell.user_ns["mag_cuda"]
+    assert "mag_cuda: built in" in capsys.readouterr().out
+    assert ext.triple(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
+    if torch.cuda.is_available():
+        assert ext.triple(torch.ones(3, device="cuda")).tolist() == [3.0, 3.0, 3.0]
+
+
+def test_kernel_cell_writes_file_with_backup_and_rebuilds(shell, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "kernels"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "kernels", "add"), root / "add",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("JITLOAD_KERNELS", str(root))
+    path = root / "add" / "add_cpu.cpp"
+    original = path.read_text()
+    new = original.replace("out[i] = a[i] + b[i];", "out[i] = b[i] + a[i];  // same result, new text")
+    assert new != original
+    shell.run_cell_magic("kernel", "add/add_cpu.cpp", new)
+    out = capsys.readouterr().out
+    assert "wrote" in out and "add_cpu.cpp.bak" in out and "add: built in" in out
+    assert path.read_text() == new and (root / "add" / "add_cpu.cpp.bak").read_text() == original
+    a, b = torch.randn(5), torch.randn(5)
+    torch.testing.assert_close(shell.user_ns["add"].add(a, b), a + b)
+    with pytest.raises(ValueError, match="not in a kernel folder"):
+        shell.run_cell_magic("kernel", str(write(tmp_path / "loose.cpp", "int x;")), "int x;")
