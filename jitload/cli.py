@@ -96,6 +96,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             device.type], dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
             eager=kernel.reference, compiled=args.compiled)
         print(result)
+        if not (args.plot or args.report):
+            continue
+        import matplotlib.pyplot as plt
+
         figure = result.plot()
         figure.axes[0].set_title(f"{kernel.name} on {result.device_name}")
         if args.plot:
@@ -108,6 +112,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             report += [f"## {kernel.name}", "", f"Check: {checked._summary()}.", "", result.to_markdown(), "",
                        *(f"{n}: compilation took {s:.1f} s (not in the medians)." for n, s in
                          result.compile_seconds.items()), "", f"![{kernel.name}]({kernel.name}.png)", ""]
+        plt.close(figure)
     if args.report:
         head = [f"# jitload bench report, {datetime.date.today().isoformat()}", "",
                 f"- device: {device_name(device)}", f"- torch {torch.__version__}, CUDA {torch.version.cuda}",
