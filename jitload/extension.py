@@ -229,7 +229,12 @@ class Extension:
 
     def _adopt(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
         module_name = f"{self._spec.name}_{state.tag}"
-        module = _import(module_name, library)
+        try:
+            module = _import(module_name, library)
+        except ImportError as err:
+            # Typically "undefined symbol": a shared library links with a declared but never defined function.
+            raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}",
+                             self._spec.build_directory) from err
         if module is not self._module:
             self.modules_loaded += 1
         self._module, self._state = module, state

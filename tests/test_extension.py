@@ -142,6 +142,16 @@ def test_link_error_is_readable(tmp_path):
                      build_directory=str(tmp_path / "b"))
 
 
+def test_undefined_symbol_at_import_is_a_build_error(tmp_path):
+    src = write(tmp_path / "undef.cpp", """
+        #include <pybind11/pybind11.h>
+        int declared_only();
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &declared_only); }
+    """)
+    with pytest.raises(jitload.BuildError, match="undefined symbol"):
+        jitload.load("undef_ext", [src], build_directory=str(tmp_path / "b"))
+
+
 def test_cache_dir_honours_torch_extensions_dir_and_is_private(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "cache"))
     sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
