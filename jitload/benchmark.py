@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .toolchain import default_device
+
 FLUSH_BYTES = {"cuda": 256 * 2**20, "cpu": 64 * 2**20}
 PEAK = "copy (peak)"
 
@@ -99,16 +101,16 @@ class BenchResult:
     def __repr__(self) -> str:
         extra = "".join(f"\n{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
                         for name, s in self.compile_seconds.items())
-        return f"BenchResult on {self.device_name}\n{self.table.to_string(index=False, float_format=_fmt)}{extra}"
+        return f"BenchResult on {self.device_name}\n{self.table.to_string(index=False, float_format=fmt)}{extra}"
 
     def _repr_html_(self) -> str:
-        return f"<b>BenchResult on {self.device_name}</b>" + self.table.to_html(index=False, float_format=_fmt)
+        return f"<b>BenchResult on {self.device_name}</b>" + self.table.to_html(index=False, float_format=fmt)
 
     def to_markdown(self) -> str:
         shown = self.table.copy()
         for col in shown.columns:
             if shown[col].dtype.kind == "f":
-                shown[col] = shown[col].map(_fmt)
+                shown[col] = shown[col].map(fmt)
         header = "| " + " | ".join(shown.columns) + " |"
         rule = "| " + " | ".join("---" for _ in shown.columns) + " |"
         body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
@@ -141,8 +143,9 @@ class BenchResult:
         return fig
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.4g}"
+def fmt(value: Any) -> str:
+    """Numbers in tables: four significant digits for floats, as they are otherwise."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def device_name(device: torch.device) -> str:
@@ -180,7 +183,7 @@ def bench(
     """
     from tqdm.auto import tqdm
 
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device) if device is not None else default_device()
     entries = dict(fns)
     if eager is not None:
         entries.setdefault("eager", eager)

@@ -184,7 +184,7 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
     return NinjaRun(returncode, output, commands, time.perf_counter() - start)
 
 
-def library_tag(build_directory: str, objects: list[str], name: str) -> str:
+def library_tag(build_directory: str, objects: list[str]) -> str:
     """A hash of the objects' bytes and the link line: same code, same tag."""
     digest = hashlib.blake2b(digest_size=6)
     with open(os.path.join(build_directory, NINJA_FILE), "rb") as f:

@@ -20,6 +20,8 @@ from typing import Any
 import pandas as pd
 import torch
 
+from .toolchain import default_device
+
 # rtol = about one rounding of the output in the dtype (eps: float32 1.2e-7, float16 9.8e-4, bfloat16 7.8e-3)
 # times the few roundings a fused kernel may do in a different order than its reference; float32 gets 1e-5
 # (~80 ulps) because a reference and a kernel may accumulate in different orders. atol = rtol, since inputs
@@ -96,7 +98,8 @@ class CheckReport:
             lines.extend(f"      index {idx}: got {got!r}, expected {exp!r}" for idx, got, exp in failure.mismatches)
         raise AssertionError("\n".join(lines))
 
-    def _summary(self) -> str:
+    def summary(self) -> str:
+        """One line: PASS with the case count, or FAIL with the count of each reason."""
         cases = len(self.table)
         if self.ok:
             return f"PASS: {cases} cases"
@@ -105,7 +108,7 @@ class CheckReport:
             f"{r}: {n}" for r, n in counts.items()) + ")"
 
     def __repr__(self) -> str:
-        lines = [f"CheckReport {self._summary()}"]
+        lines = [f"CheckReport {self.summary()}"]
         lines.extend(f"  {f}" for f in self.failures[:MAX_SHOWN])
         if len(self.failures) > MAX_SHOWN:
             lines.append(f"  ... and {len(self.failures) - MAX_SHOWN} more")
@@ -115,7 +118,7 @@ class CheckReport:
         color = "#070" if self.ok else "#b00"
         items = "".join(f"<li><code>{html.escape(f.reason)}</code> {html.escape(str(f))}</li>"
                         for f in self.failures[:MAX_SHOWN])
-        return (f"<b style='color:{color}'>CheckReport {html.escape(self._summary())}</b><ul>{items}</ul>"
+        return (f"<b style='color:{color}'>CheckReport {html.escape(self.summary())}</b><ul>{items}</ul>"
                 f"<details><summary>all cases</summary>{self.table.to_html(index=False)}</details>")
 
 
@@ -249,7 +252,7 @@ def check(
     gradients with the reference's. A registered torch op (``torch.ops.ns.name``) also gets
     ``torch.library.opcheck``. Tolerances default to :data:`TOLERANCES` (rtol, atol) per dtype.
     """
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device) if device is not None else default_device()
     sizes = list(sizes) if sizes is not None else [*DEFAULT_SIZES, LARGE_SIZE.get(device.type, 2**22 + 1)]
     tols = {**TOLERANCES, **(tolerances or {})}
     rows: list[dict] = []

@@ -18,10 +18,10 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 
 def _device() -> torch.device:
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    print("jitload: no GPU visible, so checks and timings run the CPU twins (CUDA sources are compiled only)")
-    return torch.device("cpu")
+    device = toolchain.default_device()
+    if device.type == "cpu":
+        print("jitload: no GPU visible, so checks and timings run the CPU twins (CUDA sources are compiled only)")
+    return device
 
 
 def _selected(args: argparse.Namespace) -> list[kernels.Kernel]:
@@ -109,7 +109,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.report:
             os.makedirs(args.report, exist_ok=True)
             figure.savefig(os.path.join(args.report, f"{kernel.name}.png"), dpi=120)
-            report += [f"## {kernel.name}", "", f"Check: {checked._summary()}.", "", result.to_markdown(), "",
+            report += [f"## {kernel.name}", "", f"Check: {checked.summary()}.", "", result.to_markdown(), "",
                        *(f"{n}: compilation took {s:.1f} s (not in the medians)." for n, s in
                          result.compile_seconds.items()), "", f"![{kernel.name}]({kernel.name}.png)", ""]
         plt.close(figure)

@@ -210,7 +210,7 @@ class Extension:
             compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
             if compiled.returncode != 0:
                 raise BuildError(spec.name, compiled.output, directory, os.path.join(directory, build.LOG_FILE))
-            tag = build.library_tag(directory, objects, spec.name)
+            tag = build.library_tag(directory, objects)
             library = os.path.join(directory, f"{spec.name}_{tag}.so")
             commands = compiled.commands
             if not os.path.exists(library):

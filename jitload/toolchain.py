@@ -152,6 +152,11 @@ def effective_arch_list() -> str:
     return f"{DEFAULT_ARCH} (jitload default: no GPU visible, TORCH_CUDA_ARCH_LIST unset)"
 
 
+def default_device() -> torch.device:
+    """Where checks and timings run when the caller names no device: the GPU if there is one."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def version_tag() -> str:
     """Python, torch and CUDA versions as a folder name: builds for different ones never share objects."""
     py = f"py{sys.version_info.major}{sys.version_info.minor}{getattr(sys, 'abiflags', '')}"

@@ -20,10 +20,7 @@ from rich.text import Text
 from .errors import BuildError
 from .extension import Extension
 from .kernels import Kernel
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+from .toolchain import default_device
 
 
 class Watcher:
@@ -60,7 +57,7 @@ class Watcher:
             report = check(fn, self.kernel.reference, self.kernel.spec.make_inputs, dtypes=self.kernel.spec.DTYPES,
                            sizes=getattr(self.kernel.spec, "CHECK_SIZES", None), trials=1)
             style = "green" if report.ok else "red"
-            self.console.print(f"  check: [{style}]{report._summary()}[/]")
+            self.console.print(f"  check: [{style}]{report.summary()}[/]")
             for failure in report.failures[:3]:
                 self.console.print(f"    {failure}", markup=False)
             if not report.ok:
@@ -70,12 +67,12 @@ class Watcher:
         return True
 
     def _bench(self, fn: Callable[..., Any]) -> None:
-        from .benchmark import bench
+        from .benchmark import bench, fmt
 
         spec = self.kernel.spec
-        device = "cuda" if _cuda() else "cpu"
-        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.BENCH_SIZES[device][-2:],
-                       dtypes=spec.DTYPES[:1], bytes_moved=spec.bytes_moved, eager=self.kernel.reference,
+        device = default_device()
+        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.BENCH_SIZES[device.type][-2:],
+                       dtypes=spec.DTYPES[:1], bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference,
                        target_ms=20, progress=False)
         table = Table(title=f"bench on {result.device_name}", title_justify="left")
         columns = [c for c in ("name", "size", "dtype", "median_ms", "GB/s", "% of peak", "speedup")
@@ -83,7 +80,7 @@ class Watcher:
         for col in columns:
             table.add_column(col, justify="left" if col in ("name", "dtype") else "right")
         for row in result.table[columns].itertuples(index=False):
-            table.add_row(*(_fmt(v) for v in row))
+            table.add_row(*(fmt(v) for v in row))
         self.console.print(table)
 
     def run(self, stop_event: threading.Event | None = None) -> None:
@@ -133,12 +130,6 @@ def wait_for_change(files: Iterable[str], stop_event: threading.Event | None = N
         if since is not None and any(snapshot([f])[f] != s for f, s in since.items()):
             return True
     return False
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def watch_target(targets: Iterable[str], *, name: str | None = None, check: bool = False, bench: bool = False,
