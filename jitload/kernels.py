@@ -3,20 +3,26 @@
 A kernel folder holds ``spec.py`` with: ``NAME`` (the extension), ``SOURCES`` and ``CUDA_SOURCES`` (the
 latter compiled when a CUDA toolkit is present, with ``-DJITLOAD_WITH_CUDA``), ``FUNCTION`` (the one to
 check), ``reference_<folder>``, ``make_inputs(size, dtype, device)``, ``bytes_moved(size, dtype)``,
-``DTYPES`` and ``BENCH_SIZES`` (per device type); optionally ``CHECK_SIZES``, ``TOLERANCES`` and ``GRAD``.
+``DTYPES`` and ``BENCH_SIZES`` (per device type); optionally ``CHECK_SIZES``, ``TOLERANCES``, ``GRAD`` and
+``candidates(ext)``: the functions to check and time by name (the kernel's versions, its registered op),
+``FUNCTION`` alone otherwise. Headers shared by all kernels live in ``kernels/common``, on every include path.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import types
 from dataclasses import dataclass
+
+import torch
 
 from . import toolchain
 from .extension import Extension, prepare
 
 CUDA_DEFINE = "-DJITLOAD_WITH_CUDA"
+COMMON = "common"  # kernels/common: shared headers, not a kernel
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,20 @@ class Kernel:
     def reference(self):
         return getattr(self.spec, f"reference_{self.name}")
 
+    @property
+    def common_dir(self) -> str:
+        return os.path.join(os.path.dirname(self.folder), COMMON)
+
+    def functions(self, ext: Extension) -> dict:
+        """The spec's ``candidates(ext)``, or ``{name: ext.FUNCTION}``; the first is the kernel's main one."""
+        if hasattr(self.spec, "candidates"):
+            return dict(self.spec.candidates(ext))
+        return {self.name: getattr(ext, self.spec.FUNCTION)}
+
+    def baselines(self, device: torch.device) -> dict:
+        """The spec's ``baselines(device)``: other implementations to time and check beside ours (Triton)."""
+        return dict(self.spec.baselines(device)) if hasattr(self.spec, "baselines") else {}
+
     def sources(self, with_cuda: bool) -> list[str]:
         names = list(self.spec.SOURCES) + (list(getattr(self.spec, "CUDA_SOURCES", [])) if with_cuda else [])
         return [os.path.join(self.folder, n) for n in names]
@@ -40,12 +60,31 @@ class Kernel:
         if with_cuda is None:
             with_cuda = bool(getattr(self.spec, "CUDA_SOURCES", None)) and toolchain.find_cuda_home() is not None
         flags = ["-O3", CUDA_DEFINE] if with_cuda else ["-O3"]
+        includes = [self.common_dir] if os.path.isdir(self.common_dir) else []
         return prepare(self.spec.NAME, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
-                       with_cuda=with_cuda, verbose=verbose)
+                       extra_include_paths=includes, with_cuda=with_cuda, verbose=verbose)
 
     def build(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
         """Build (or hot-rebuild) the kernel's extension."""
         return self.extension(with_cuda=with_cuda, verbose=verbose).reload()
+
+
+def sibling(spec_file: str, module: str) -> types.ModuleType:
+    """Import ``module``.py from the folder of ``spec_file`` (a kernel's own Python helpers), once.
+
+    Kernel folders are not packages and several hold a module of the same name, so each is imported
+    under a name unique to its folder instead of through sys.path.
+    """
+    folder = os.path.dirname(os.path.abspath(spec_file))
+    unique = f"jitload_kernel_{os.path.basename(folder)}_{module}"
+    if unique not in sys.modules:
+        spec = importlib.util.spec_from_file_location(unique, os.path.join(folder, f"{module}.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot read {folder}/{module}.py")
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[unique] = loaded  # before exec: triton's @jit reads its function's module by name
+        spec.loader.exec_module(loaded)
+    return sys.modules[unique]
 
 
 def default_kernels_dir() -> str:

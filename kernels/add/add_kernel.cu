@@ -1,19 +1,21 @@
-// add: out = a + b, the seed article's first kernel, made safe for any size.
-// One thread per element as in the seed; the index is 64-bit so tensors past 2^31 elements work, and the
-// launch goes on the caller's stream (the binding passes torch's current stream) rather than stream 0.
+// add: out = a + b, the seed article's first kernel, made safe for any size and fast.
+// The seed's one-thread-per-element kernel used a 32-bit index (wrong past 2^31 elements) and stream 0;
+// this one indexes in 64 bits, runs on the caller's stream (the binding passes torch's current stream),
+// moves 16 bytes per load (jk::launch_map) and covers float32, float16, bfloat16 and float64.
 #include "add.h"
+#include "jk_elementwise.cuh"
 
-__global__ void add_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
-                           int64_t n) {
-    int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) {
-        out[i] = a[i] + b[i];
+struct AddOp {
+    template <class A>
+    __device__ __forceinline__ A operator()(const A (&v)[2]) const {
+        return v[0] + v[1];
     }
-}
+};
 
-cudaError_t add_cuda(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream) {
-    constexpr int block = 256;
-    const int64_t grid = (n + block - 1) / block;  // gridDim.x may be up to 2^31-1 blocks
-    add_kernel<<<static_cast<unsigned int>(grid), block, 0, stream>>>(a, b, out, n);
-    return cudaGetLastError();
+cudaError_t add_cuda(jk::DType dtype, const void* a, const void* b, void* out, int64_t n, cudaStream_t stream) {
+    return jk::dispatch_cuda(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const jk::Inputs<T, 2> in{{static_cast<const T*>(a), static_cast<const T*>(b)}};
+        return jk::launch_map(in, static_cast<T*>(out), n, AddOp{}, stream);
+    });
 }

@@ -1,7 +1,8 @@
-"""add: out = a + b in float32, the seed article's first kernel.
+"""add: out = a + b, the seed article's first kernel, for float32, float16 and bfloat16.
 
 The fast-rebuild layout: add.cpp (torch headers, compiled once) binds add_kernel.cu and add_cpu.cpp, which
-include only add.h. jitload's kernel runner (``jitload check|bench add``) reads the names below.
+include only add.h and kernels/common's torch-free headers. ``jitload check|bench add`` read the names below;
+the op is ``torch.ops.jitload.add`` once the extension is loaded.
 """
 
 import torch
@@ -10,12 +11,18 @@ NAME = "add"
 SOURCES = ["add.cpp", "add_cpu.cpp"]
 CUDA_SOURCES = ["add_kernel.cu"]
 FUNCTION = "add"
-DTYPES = [torch.float32]
-BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**20, 2**24, 2**28]}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**16, 2**20, 2**24, 2**26, 2**28]}
+GRAD = True
+
+
+def candidates(ext) -> dict:
+    """What ``jitload check``/``bench`` run: the registered op (opcheck'ed by the checker)."""
+    return {"add": torch.ops.jitload.add}
 
 
 def reference_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # Reads a and b and writes out: 12 bytes per float32 element, the least any add can move.
+    # Reads a and b and writes out: 3 * numel * itemsize bytes, the least any add can move.
     return a + b
 
 

@@ -1,0 +1,96 @@
+// Device-side pieces every kernel uses: dtype dispatch, float conversion, 16-byte vectors, warp and block
+// reductions, and the SM count for sizing grids. Torch-free, so a .cu that includes it rebuilds in ~1 s.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "jk.h"
+
+namespace jk {
+
+template <class F>
+cudaError_t dispatch_cuda(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f32: return f(Tag<float>{});
+        case DType::f16: return f(Tag<__half>{});
+        case DType::bf16: return f(Tag<__nv_bfloat16>{});
+        case DType::f64: return f(Tag<double>{});
+    }
+    return cudaErrorInvalidValue;
+}
+
+// Arithmetic happens in acc_t: float for the 16-bit types (their own math is slower and less exact).
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T> __device__ __forceinline__ acc_t<T> to_acc(T v) { return static_cast<acc_t<T>>(v); }
+template <> __device__ __forceinline__ float to_acc<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T> __device__ __forceinline__ T from_acc(acc_t<T> v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// N elements that move as one 16-byte load or store (LDG.128/STG.128): the widest a thread can issue.
+template <class T>
+constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+    T v[N];
+};
+
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
+    return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+
+template <int N, class T>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+    *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Sums and maxima over a warp with shuffles: no shared memory, no __syncthreads().
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+template <class A>
+__device__ __forceinline__ A warp_max(A v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// The sum over the whole block, returned to every thread. scratch holds one value per warp (32 at most).
+template <class A>
+__device__ __forceinline__ A block_sum(A v, A* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    v = warp_sum(v);
+    __syncthreads();  // scratch may still be read by a previous call
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < warps ? scratch[lane] : A(0);
+    return warp_sum(v);
+}
+
+// The number of SMs of the current device, asked once per device (the attribute query costs microseconds).
+inline int sm_count() {
+    static int cached[64] = {};
+    int device = 0;
+    cudaGetDevice(&device);
+    if (device < 64 && cached[device] == 0) cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device);
+    return device < 64 && cached[device] > 0 ? cached[device] : 132;
+}
+
+}  // namespace jk
