@@ -180,9 +180,25 @@ class _Comparison:
     worst: tuple[int, ...] | None = None
     mismatches: list = field(default_factory=list)
     nan_mask: torch.Tensor | None = None
+    output: int | None = None  # which output failed, for ops that return several
 
 
-def _compare(got: Any, exp: torch.Tensor, rtol: float, atol: float) -> _Comparison:
+def _compare(got: Any, exp: Any, rtol: float, atol: float) -> _Comparison:
+    """Compare one output, or each of a tuple of outputs (the first that fails is reported)."""
+    if not isinstance(exp, (tuple, list)):
+        return _compare_one(got, exp, rtol, atol)
+    if not isinstance(got, (tuple, list)) or len(got) != len(exp):
+        return _Comparison("not_a_tensor", f"returned {type(got).__name__}, expected a tuple of {len(exp)} tensors")
+    results = [_compare_one(g, e, rtol, atol) for g, e in zip(got, exp, strict=True)]
+    worst = max(results, key=lambda c: c.max_abs)
+    for i, cmp in enumerate(results):
+        if cmp.reason:
+            cmp.detail, cmp.output = f"output {i}: {cmp.detail}", i
+            return cmp
+    return _Comparison(None, "", worst.max_abs, max(c.max_rel for c in results), worst.worst)
+
+
+def _compare_one(got: Any, exp: torch.Tensor, rtol: float, atol: float) -> _Comparison:
     if not isinstance(got, torch.Tensor):
         return _Comparison("not_a_tensor", f"returned {type(got).__name__}")
     for what, reason in (("shape", "wrong_shape"), ("dtype", "wrong_dtype"), ("device", "wrong_device")):
@@ -312,23 +328,26 @@ def _run_case(candidate, reference, make_inputs, size, dtype, device, layout, ca
         if _compare(got, expected, rtol, atol).reason is None:
             return fail("unsynchronized", "the output was wrong when read on the current stream and right "
                                           "after torch.cuda.synchronize()")
-    if cmp.reason == "nan_or_inf" and cmp.nan_mask is not None and _unwritten(candidate, inputs, got, cmp.nan_mask,
-                                                                              device):
-        return fail("unwritten_output", f"{int(cmp.nan_mask.sum())} of {got.numel()} output elements were never "
-                                        "written: they hold the NaN poison, and other values when memory differs",
-                    cmp.mismatches)
+    if cmp.reason == "nan_or_inf" and cmp.nan_mask is not None and _unwritten(candidate, inputs, cmp.output,
+                                                                              cmp.nan_mask, device):
+        where = "" if cmp.output is None else f"output {cmp.output}: "
+        return fail("unwritten_output", f"{where}{int(cmp.nan_mask.sum())} of {cmp.nan_mask.numel()} elements were "
+                                        "never written: they hold the NaN poison, and other values when memory "
+                                        "differs", cmp.mismatches)
     return fail(cmp.reason, cmp.detail, cmp.mismatches)
 
 
-def _unwritten(candidate, inputs, got, nan_mask, device) -> bool:
+def _unwritten(candidate, inputs, output, nan_mask, device) -> bool:
     """Rerun without the NaN fill, over freed memory holding a sentinel: unwritten elements change value."""
-    _fill_cache(got.numel() * got.element_size(), device)
+    _fill_cache(nan_mask.numel() * 8, device)
     try:
         again = candidate(*inputs)
         _sync(device)
     except Exception:
         return False
-    return isinstance(again, torch.Tensor) and again.shape == got.shape and bool(
+    if output is not None:
+        again = again[output] if isinstance(again, (tuple, list)) and len(again) > output else None
+    return isinstance(again, torch.Tensor) and again.shape == nan_mask.shape and bool(
         torch.isfinite(again[nan_mask]).any())
 
 

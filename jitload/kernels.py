@@ -87,6 +87,20 @@ def sibling(spec_file: str, module: str) -> types.ModuleType:
     return sys.modules[unique]
 
 
+def row_shape(size: int, width: int, odd_width: int = 1003) -> tuple[int, int]:
+    """A (rows, width) shape of about ``size`` elements for kernels that work on rows.
+
+    Multiples of ``width`` are exact; other sizes get rows of ``odd_width`` elements (not a multiple of any
+    vector length, so the scalar paths are checked), or one row of ``size`` when that is shorter. Size 0 is
+    zero rows of ``width``.
+    """
+    if size == 0 or size % width == 0:
+        return size // width, width
+    if size <= odd_width:
+        return 1, size
+    return size // odd_width, odd_width
+
+
 def default_kernels_dir() -> str:
     """$JITLOAD_KERNELS, else ./kernels, else the kernels/ folder beside the jitload package (a checkout)."""
     env = os.environ.get("JITLOAD_KERNELS")

@@ -36,6 +36,8 @@ template <class T> __device__ __forceinline__ T from_acc(acc_t<T> v) { return st
 template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+constexpr int kBlock = 256;  // threads per block of the elementwise kernels
+
 // N elements that move as one 16-byte load or store (LDG.128/STG.128): the widest a thread can issue.
 template <class T>
 constexpr int kVec = 16 / static_cast<int>(sizeof(T));

@@ -10,7 +10,6 @@ struct Inputs {
     const T* p[K];
 };
 
-constexpr int kBlock = 256;
 constexpr int kUnroll = 2;  // 16-byte vectors per thread per input: loads in flight before the first use
 
 // Each thread loads kUnroll vectors of every input before computing, so it has 2*K loads in flight;

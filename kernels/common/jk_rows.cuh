@@ -1,0 +1,44 @@
+// How the row kernels (rmsnorm, softmax) split work: a warp per row when a row is short, a block per row
+// otherwise, each thread holding up to kCached 16-byte vectors of its row in registers so that the second
+// pass over the row reads registers, not memory (longer rows re-read the rest, mostly from L2).
+#pragma once
+#include "jk_cuda.cuh"
+
+namespace jk {
+
+constexpr int kCached = 4;
+
+struct RowLaunch {
+    bool warp_per_row;
+    int threads;      // per block
+    int64_t blocks;
+};
+
+inline RowLaunch row_launch(int64_t rows, int64_t vectors_per_row) {
+    if (vectors_per_row <= 32 * kCached) {
+        // 8 rows of 32 threads per block: short rows would leave most of a block-per-row idle
+        return {true, 256, ceil_div<int64_t>(rows, 8)};
+    }
+    int threads = static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(vectors_per_row, kCached)));
+    threads = std::max(64, ceil_div(threads, 32) * 32);
+    return {false, threads, rows};
+}
+
+// The lane of this thread within its row, the threads per row, and the row.
+struct RowPos {
+    int lane;
+    int width;
+    int64_t row;
+};
+
+template <bool WARP>
+__device__ __forceinline__ RowPos row_pos() {
+    if constexpr (WARP) {
+        return {static_cast<int>(threadIdx.x % 32), 32,
+                static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32};
+    } else {
+        return {static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), static_cast<int64_t>(blockIdx.x)};
+    }
+}
+
+}  // namespace jk

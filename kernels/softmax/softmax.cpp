@@ -1,0 +1,39 @@
+// softmax's binding: torch.ops.jitload.softmax(x) over the last dimension. Forward only (no autograd kernel).
+#include "jk_torch.h"
+
+#include "softmax.h"
+
+namespace {
+
+at::Tensor softmax(const at::Tensor& x) {
+    constexpr const char* op = "softmax";
+    jk::check_device_supported(op, x);
+    TORCH_CHECK(x.dim() >= 1, op, ": x must have at least one dimension (softmax runs along the last)");
+    const jk::DType dtype = jk::dtype_of(op, x);
+    const at::Tensor xc = x.contiguous();
+    at::Tensor out = at::empty_like(xc);
+    if (x.is_meta() || out.numel() == 0) return out;
+    const int64_t width = x.size(-1), rows = out.numel() / width;
+    if (x.is_cuda()) {
+#ifdef JITLOAD_WITH_CUDA
+        const c10::cuda::CUDAGuard guard(x.device());
+        jk::check_launch(op, softmax_cuda(dtype, xc.data_ptr(), out.data_ptr(), rows, width, jk::stream()));
+#endif
+    } else {
+        softmax_cpu(dtype, xc.data_ptr(), out.data_ptr(), rows, width);
+    }
+    return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(jitload, m) {
+    if (jk::define(m, "softmax(Tensor x) -> Tensor")) {
+        JK_IMPL_CPU_CUDA(m, "softmax", softmax);
+        m.impl("softmax", torch::dispatch(c10::DispatchKey::Meta, TORCH_FN(softmax)));
+    }
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("softmax", &softmax, "softmax over the last dimension, in one pass over the data", py::arg("x"));
+}

@@ -1,0 +1,45 @@
+"""softmax over the last dimension, one pass over the data (online max and sum), forward.
+
+Op: ``torch.ops.jitload.softmax(x)``; rows from 1 to 65536 (and more) elements wide.
+"""
+
+import importlib.util
+
+import torch
+
+from jitload.kernels import row_shape, sibling
+
+NAME = "softmax"
+SOURCES = ["softmax.cpp", "softmax_cpu.cpp"]
+CUDA_SOURCES = ["softmax_kernel.cu"]
+FUNCTION = "softmax"
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**16, 2**20, 2**24, 2**26, 2**28]}
+WIDTH = 4096  # e.g. attention scores over a 4096-token context
+
+
+def candidates(ext) -> dict:
+    return {"softmax": torch.ops.jitload.softmax}
+
+
+def baselines(device: torch.device) -> dict:
+    """Triton's fused-softmax tutorial kernel, where Triton and a GPU exist."""
+    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
+        return {}
+    return {"triton": sibling(__file__, "triton_softmax").softmax}
+
+
+def reference_softmax(x: torch.Tensor) -> torch.Tensor:
+    # torch's softmax kernel is fused already: it reads x (twice, the second from cache) and writes out:
+    # 2 passes over x's size.
+    return torch.softmax(x, dim=-1)
+
+
+def make_inputs(size: int, dtype: torch.dtype, device: str | torch.device) -> tuple[torch.Tensor]:
+    rows, width = row_shape(size, WIDTH)
+    return (3 * torch.randn(rows, width, dtype=dtype, device=device),)
+
+
+def bytes_moved(size: int, dtype: torch.dtype) -> int:
+    rows, width = row_shape(size, WIDTH)
+    return 2 * rows * width * torch.tensor([], dtype=dtype).element_size()
