@@ -61,20 +61,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace):
+    """Build the kernel and check each of its functions (versions, then baselines such as Triton)."""
     from .checker import check
 
     ext = _build(kernel, args.verbose)
-    fn = getattr(ext, kernel.spec.FUNCTION)
-    report = check(fn, kernel.reference, kernel.spec.make_inputs, sizes=getattr(kernel.spec, "CHECK_SIZES", None),
-                   dtypes=_dtypes(args, kernel), device=device, grad=getattr(kernel.spec, "GRAD", False),
-                   tolerances=getattr(kernel.spec, "TOLERANCES", None))
-    print(f"{kernel.name}: check {report!r}")
-    return fn, report
+    ours = kernel.functions(ext)
+    fns = {**ours, **kernel.baselines(device)}
+    reports = {}
+    for name, fn in fns.items():
+        reports[name] = check(fn, kernel.reference, kernel.spec.make_inputs,
+                              sizes=getattr(kernel.spec, "CHECK_SIZES", None), dtypes=_dtypes(args, kernel),
+                              device=device, grad=name in ours and getattr(kernel.spec, "GRAD", False),
+                              tolerances=getattr(kernel.spec, "TOLERANCES", None))
+        print(f"{name}: check {reports[name]!r}")
+    return fns, reports
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     device = _device()
-    failed = [k.name for k in _selected(args) if not _check_kernel(k, device, args)[1].ok]
+    failed = [k.name for k in _selected(args) if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
     return 1 if failed else 0
 
 
@@ -86,13 +91,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report: list[str] = []
     status = 0
     for kernel in selected:
-        fn, checked = _check_kernel(kernel, device, args)
-        if not checked.ok:
-            print(f"{kernel.name}: not timed, since its check failed")
-            report += [f"## {kernel.name}", "", "Not timed: its check failed.", "", "```", repr(checked), "```", ""]
+        fns, checked = _check_kernel(kernel, device, args)
+        failed = [name for name, r in checked.items() if not r.ok]
+        if failed:
             status = 1
+        if next(iter(fns)) in failed:
+            print(f"{kernel.name}: not timed, since its check failed")
+            report += [f"## {kernel.name}", "", "Not timed: its check failed.", "", "```",
+                       *(repr(r) for r in checked.values()), "```", ""]
             continue
-        result = bench({kernel.name: fn}, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.BENCH_SIZES[
+        for name in failed:
+            print(f"{name}: not timed, since its check failed")
+        timed = {name: fn for name, fn in fns.items() if name not in failed}
+        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.BENCH_SIZES[
             device.type], dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
             eager=kernel.reference, compiled=args.compiled)
         print(result)
@@ -109,7 +120,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.report:
             os.makedirs(args.report, exist_ok=True)
             figure.savefig(os.path.join(args.report, f"{kernel.name}.png"), dpi=120)
-            report += [f"## {kernel.name}", "", f"Check: {checked.summary()}.", "", result.to_markdown(), "",
+            report += [f"## {kernel.name}", "", *(f"- check of {n}: {r.summary()}" for n, r in checked.items()), "",
+                       result.to_markdown(), "",
                        *(f"{n}: compilation took {s:.1f} s (not in the medians)." for n, s in
                          result.compile_seconds.items()), "", f"![{kernel.name}]({kernel.name}.png)", ""]
         plt.close(figure)

@@ -1,78 +1,240 @@
-"""kernels/add: the CPU twin against its reference in CI, the CUDA source compiled for sm_90, and the
-CUDA kernel itself where a GPU exists."""
+"""The kernel library (kernels/*): every op against its reference with jitload.check (opcheck and gradients
+included), bad input, use in an nn.Module under torch.compile(fullgraph=True), the CUDA sources compiled
+for sm_90 in CI, and, marked cuda, everything again on the GPU."""
 
+import functools
 import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from jitload import kernels, toolchain
 from jitload.checker import check
 
-
-@pytest.fixture(scope="module")
-def add_kernel():
-    return kernels.get("add")
+NAMES = ["add", "add_relu", "bias_gelu", "rmsnorm", "softmax"]
 
 
 @pytest.fixture(scope="module")
-def add_ext(add_kernel):
-    return add_kernel.build()
+def built():
+    """Every kernel built once (CUDA sources too where nvcc exists), by name: (kernel, extension)."""
+    return {name: (kernels.get(name), kernels.get(name).build()) for name in NAMES}
 
 
-def test_cpu_twin_matches_reference(add_kernel, add_ext):
-    spec = add_kernel.spec
-    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, dtypes=spec.DTYPES, device="cpu")
+def _check_all(built, name, device):
+    kernel, ext = built[name]
+    for label, fn in kernel.functions(ext).items():
+        report = check(fn, kernel.reference, kernel.spec.make_inputs, dtypes=kernel.spec.DTYPES, device=device,
+                       grad=getattr(kernel.spec, "GRAD", False), trials=1)
+        assert report.ok, f"{label}: {report}"
+        assert report.summary().startswith("PASS")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpu_twin_matches_reference(built, name):
+    _check_all(built, name, "cpu")
+
+
+def test_torch_version_is_reported():
+    # Three torch versions meet this code (2.8 container, 2.11 H200, 2.14 here): say which one ran.
+    print(f"torch {torch.__version__}")
+    assert torch.__version__ >= "2.8"
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_bias_gelu_variants(built, approximate, device="cpu"):
+    kernel, _ = built["bias_gelu"]
+    report = check(functools.partial(torch.ops.jitload.bias_gelu, approximate=approximate),
+                   functools.partial(kernel.reference, approximate=approximate), kernel.spec.make_inputs,
+                   dtypes=kernel.spec.DTYPES, device=device, grad=True, trials=1)
     assert report.ok, report
+
+
+def _widths_case(device):
+    for width in (1, 7, 31, 32, 33, 1000, 1024, 4097, 16384, 65536):
+        yield width, torch.randn(3, width, device=device) * 4
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_row_kernels_from_1_to_65536_wide(built, device):
+    for width, x in _widths_case(device):
+        torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1), msg=f"softmax width {width}")
+        res, w = torch.randn_like(x), torch.randn(width, device=device)
+        out, new_res = torch.ops.jitload.rmsnorm(x, res, w, 1e-6)
+        expected, expected_res = built["rmsnorm"][0].reference(x, res, w, 1e-6)
+        torch.testing.assert_close(new_res, expected_res, msg=f"rmsnorm residual width {width}")
+        torch.testing.assert_close(out, expected, msg=f"rmsnorm width {width}")
+
+
+def test_batched_inputs_use_the_last_dimension(built):
+    x = torch.randn(2, 3, 5)
+    torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))
+    b = torch.randn(5)
+    torch.testing.assert_close(torch.ops.jitload.bias_gelu(x, b), F.gelu(x + b))
+
+
+BAD_INPUTS = [
+    ("add", (torch.ones(3), torch.ones(4)), "shape mismatch"),
+    ("add", (torch.ones(3), torch.ones(3, dtype=torch.float16)), "no implicit type promotion"),
+    ("add", (torch.ones(3, dtype=torch.int32), torch.ones(3, dtype=torch.int32)), "expected a float32"),
+    ("add_relu", (torch.ones(2, 3), torch.ones(3, 2)), "shape mismatch"),
+    ("add_relu", (torch.ones(3), torch.ones(3), 4), "version must be 1"),
+    ("add_relu_backward", (torch.ones(3), torch.ones(3), torch.ones(4)), "shape mismatch"),
+    ("bias_gelu", (torch.ones(2, 3), torch.ones(4)), "bias has 4 elements"),
+    ("bias_gelu", (torch.ones(2, 3), torch.ones(1, 3)), "bias must be 1-D"),
+    ("bias_gelu", (torch.ones(()), torch.ones(1)), "at least one dimension"),
+    ("bias_gelu", (torch.ones(2, 3), torch.ones(3), "fast"), "approximate must be"),
+    ("bias_gelu", (torch.ones(2, 3), torch.ones(3, dtype=torch.bfloat16)), "no implicit type promotion"),
+    ("rmsnorm", (torch.ones(2, 3), torch.ones(2, 4), torch.ones(3)), "shape mismatch"),
+    ("rmsnorm", (torch.ones(2, 3), torch.ones(2, 3), torch.ones(4)), "weight must be 1-D with 3"),
+    ("rmsnorm", (torch.ones(()), torch.ones(()), torch.ones(1)), "at least one dimension"),
+    ("rmsnorm", (torch.ones(2, 3), torch.ones(2, 3), torch.ones(3), -1.0), "eps must be non-negative"),
+    ("softmax", (torch.ones(()),), "at least one dimension"),
+    ("softmax", (torch.ones(3, dtype=torch.int64),), "expected a float32"),
+]
+
+
+@pytest.mark.parametrize("op, args, message", BAD_INPUTS, ids=[f"{b[0]}-{b[2]}" for b in BAD_INPUTS])
+def test_bad_input_is_a_clear_error(built, op, args, message):
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.ops.jitload, op)(*args)
+
+
+def test_pybind_functions_check_too(built):
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        built["add"][1].add(torch.ones(3), torch.ones(4))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_empty_tensors(built, device):
+    e = torch.empty(0, 4, device=device)
+    assert torch.ops.jitload.add(e, e).shape == (0, 4)
+    assert torch.ops.jitload.add_relu(e, e).shape == (0, 4)
+    assert torch.ops.jitload.bias_gelu(e, torch.ones(4, device=device)).shape == (0, 4)
+    assert torch.ops.jitload.softmax(e).shape == (0, 4)
+    out, res = torch.ops.jitload.rmsnorm(e, e, torch.ones(4, device=device))
+    assert out.shape == res.shape == (0, 4)
+
+
+def test_non_contiguous_inputs(built):
+    a, b = torch.randn(8, 6).t(), torch.randn(8, 6).t()
+    torch.testing.assert_close(torch.ops.jitload.add_relu(a, b), (a + b).relu())
+    x = torch.randn(6, 8)[:, ::2]
+    torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))
+
+
+class Block(torch.nn.Module):
+    """A small MLP block built from the ops, as the seed puts its op in an nn.Module."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(width, 4 * width, bias=False)
+        self.bias = torch.nn.Parameter(torch.randn(4 * width) * 0.1)
+        self.down = torch.nn.Linear(4 * width, width)
+        self.norm_weight = torch.nn.Parameter(1 + 0.1 * torch.randn(width))
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:  # differentiable: bias_gelu and add_relu have backward
+        h = torch.ops.jitload.bias_gelu(self.up(x), self.bias, "tanh")
+        return torch.ops.jitload.add_relu(self.down(h), x)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:  # inference: all four ops
+        out, _ = torch.ops.jitload.rmsnorm(self.hidden(x), residual, self.norm_weight)
+        return torch.ops.jitload.softmax(out)
+
+
+def _eager_hidden(block: Block, x: torch.Tensor) -> torch.Tensor:
+    return (block.down(F.gelu(block.up(x) + block.bias, approximate="tanh")) + x).relu()
+
+
+def _eager_block(block: Block, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    r = _eager_hidden(block, x) + residual
+    return torch.softmax(r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + 1e-6) * block.norm_weight, -1)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_module_compiles_fullgraph(built, device):
+    torch.manual_seed(0)
+    block = Block().to(device)
+    x, residual = torch.randn(16, 64, device=device), torch.randn(16, 64, device=device)
+    torch._dynamo.reset()
+    # fullgraph: a graph break is an error. Training: gradients through bias_gelu and add_relu.
+    hidden = torch.compile(block.hidden, fullgraph=True)
+    weight = torch.randn(16, 64, device=device)
+    (hidden(x) * weight).sum().backward()
+    ours = [p.grad.clone() for p in (block.up.weight, block.bias, block.down.weight)]
+    block.zero_grad()
+    (_eager_hidden(block, x) * weight).sum().backward()
+    for got, expected in zip(ours, (block.up.weight.grad, block.bias.grad, block.down.weight.grad), strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():  # inference: rmsnorm and softmax are forward only
+        torch.testing.assert_close(torch.compile(block, fullgraph=True)(x, residual), _eager_block(block, x, residual))
+
+
+def test_forward_only_ops_refuse_backprop(built):
+    x = torch.randn(2, 8, requires_grad=True)
+    with pytest.raises(RuntimeError, match="softmax is forward only"):
+        torch.ops.jitload.softmax(x)
+    with pytest.raises(RuntimeError, match="rmsnorm is forward only"):
+        torch.ops.jitload.rmsnorm(x, torch.randn(2, 8), torch.ones(8))
+    with torch.no_grad():
+        torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))
 
 
 @pytest.mark.skipif(toolchain.find_cuda_home() is None, reason="no CUDA toolkit")
-def test_cuda_source_compiled_for_sm90(add_ext):
-    ninja = open(os.path.join(add_ext.build_directory, "build.ninja")).read()
-    assert "add_kernel.cuda.o" in ninja
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_source_compiled_for_sm90(built, name):
+    kernel, ext = built[name]
+    ninja = open(os.path.join(ext.build_directory, "build.ninja")).read()
+    (cu,) = kernel.spec.CUDA_SOURCES
+    obj = os.path.splitext(cu)[0] + ".cuda.o"
+    assert obj in ninja
     expected = os.environ.get("TORCH_CUDA_ARCH_LIST") or (None if torch.cuda.is_available() else "9.0")
     if expected == "9.0":
         assert "-gencode=arch=compute_90,code=sm_90" in ninja
-    assert os.path.getsize(os.path.join(add_ext.build_directory, "add_kernel.cuda.o")) > 0
+    assert os.path.getsize(os.path.join(ext.build_directory, obj)) > 0
 
 
-@pytest.mark.parametrize(
-    "a, b, message",
-    [
-        (torch.ones(3), torch.ones(4), "shape mismatch"),
-        (torch.ones(3), torch.ones(3, dtype=torch.float64), "expected two float32"),
-    ],
-)
-def test_bad_input_is_a_clear_error(add_ext, a, b, message):
-    with pytest.raises(RuntimeError, match=message):
-        add_ext.add(a, b)
+# ---- on the GPU ---------------------------------------------------------------------------------------------
 
-
-def test_non_contiguous_input(add_ext):
-    a = torch.randn(8, 6).t()
-    b = torch.randn(8, 6).t()
-    torch.testing.assert_close(add_ext.add(a, b), a + b)
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_kernel_matches_reference(built, name):
+    _check_all(built, name, "cuda")
 
 
 @pytest.mark.cuda
-def test_cuda_kernel_matches_reference(add_kernel, add_ext):
-    spec = add_kernel.spec
-    report = check(add_ext.add, add_kernel.reference, spec.make_inputs, dtypes=spec.DTYPES, device="cuda")
-    assert report.ok, report
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_cuda_bias_gelu_variants(built, approximate):
+    test_bias_gelu_variants(built, approximate, device="cuda")
 
 
 @pytest.mark.cuda
-def test_cuda_kernel_on_side_stream(add_ext):
-    a, b = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        out = add_ext.add(a, b)
-    stream.synchronize()
-    torch.testing.assert_close(out, a + b)
+def test_cuda_misaligned_inputs_take_the_scalar_path(built):
+    base = torch.randn(2**20 + 8, device="cuda")
+    a, b = base[1:2**20 + 1], base[3:2**20 + 3]  # 4 and 12 bytes past a 16-byte boundary
+    for version in (1, 2, 3):
+        torch.testing.assert_close(torch.ops.jitload.add_relu(a, b, version), (a + b).relu())
+    torch.testing.assert_close(torch.ops.jitload.add(a, b), a + b)
 
 
 @pytest.mark.cuda
-def test_device_mismatch_is_a_clear_error(add_ext):
-    with pytest.raises(RuntimeError, match="is on"):
-        add_ext.add(torch.ones(3, device="cuda"), torch.ones(3))
+def test_cuda_device_mismatch_is_a_clear_error(built):
+    with pytest.raises(RuntimeError, match="x is on cuda:0 but y is on cpu"):
+        torch.ops.jitload.add_relu(torch.ones(3, device="cuda"), torch.ones(3))
+    with pytest.raises(RuntimeError, match="weight is on cpu"):
+        torch.ops.jitload.rmsnorm(torch.ones(2, 3, device="cuda"), torch.ones(2, 3, device="cuda"), torch.ones(3))
+
+
+@pytest.mark.cuda
+def test_cuda_more_than_2_31_elements(built):
+    n = 2**31 + 5  # past int32 indexing; bfloat16 keeps it at 4 GiB per tensor
+    if torch.cuda.get_device_properties(0).total_memory < 4 * 2 * n * 2:
+        pytest.skip("needs about 20 GiB of GPU memory")
+    a = torch.ones(n, dtype=torch.bfloat16, device="cuda")
+    b = torch.full((n,), -3.0, dtype=torch.bfloat16, device="cuda")
+    b[-7:] = 2.0
+    out = torch.ops.jitload.add_relu(a, b)
+    assert out[:-7].max().item() == 0.0 and out[-7:].eq(3.0).all().item()
+    del out
+    total = torch.ops.jitload.add(a, a)
+    assert total[-1].item() == 2.0 and total.eq(2.0).all().item()

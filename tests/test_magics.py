@@ -89,12 +89,14 @@ def test_cuda_cell_compiles_and_runs_its_host_path(shell, capsys):
 
 def test_kernel_cell_writes_file_with_backup_and_rebuilds(shell, tmp_path, monkeypatch, capsys):
     root = tmp_path / "kernels"
-    shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "kernels", "add"), root / "add",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("add", "common"):  # common: the headers every kernel includes
+        shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "kernels", folder), root / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("JITLOAD_KERNELS", str(root))
     path = root / "add" / "add_cpu.cpp"
     original = path.read_text()
-    new = original.replace("out[i] = a[i] + b[i];", "out[i] = b[i] + a[i];  // same result, new text")
+    new = original.replace("static_cast<jk::acc_t<T>>(x[i]) + static_cast<jk::acc_t<T>>(y[i])",
+                            "static_cast<jk::acc_t<T>>(y[i]) + static_cast<jk::acc_t<T>>(x[i])")  # same result
     assert new != original
     shell.run_cell_magic("kernel", "add/add_cpu.cpp", new)
     out = capsys.readouterr().out

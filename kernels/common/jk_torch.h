@@ -82,6 +82,16 @@ inline bool define(torch::Library& m, const std::string& schema) {
     return false;
 }
 
+// For the Autograd kernel of a forward-only op: without one, torch would warn and return a result whose
+// gradient is silently missing; with this, backprop through the op is an error that says what to do.
+inline void forbid_grad(const char* op, std::initializer_list<at::Tensor> inputs) {
+    if (!at::GradMode::is_enabled()) return;
+    for (const auto& t : inputs) {
+        TORCH_CHECK(!t.requires_grad(), op, " is forward only (it has no backward kernel), but an input requires "
+                    "grad: call it under torch.no_grad() or on detached tensors");
+    }
+}
+
 }  // namespace jk
 
 // Registers fn for CPU and, in CUDA builds, CUDA: one binding checks arguments and picks the kernel by device.

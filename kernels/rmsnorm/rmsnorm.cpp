@@ -1,5 +1,5 @@
 // rmsnorm's binding: torch.ops.jitload.rmsnorm(x, residual, weight, eps=1e-6) -> (out, new_residual), the
-// residual add and RMSNorm of a transformer block in one kernel. Forward only: it has no autograd kernel.
+// residual add and RMSNorm of a transformer block in one kernel. Forward only: backprop through it is a clear error.
 #include "jk_torch.h"
 
 #include "rmsnorm.h"
@@ -35,12 +35,22 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm(const at::Tensor& x, const at::Tensor
     return {out, new_residual};
 }
 
+std::tuple<at::Tensor, at::Tensor> rmsnorm_autograd(const at::Tensor& x, const at::Tensor& residual,
+                                                    const at::Tensor& weight, double eps) {
+    jk::forbid_grad("rmsnorm", {x, residual, weight});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("jitload::rmsnorm", "")
+        .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>();
+    return op.call(x, residual, weight, eps);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(jitload, m) {
     if (jk::define(m, "rmsnorm(Tensor x, Tensor residual, Tensor weight, float eps=1e-06) -> (Tensor, Tensor)")) {
         JK_IMPL_CPU_CUDA(m, "rmsnorm", rmsnorm);
         m.impl("rmsnorm", torch::dispatch(c10::DispatchKey::Meta, TORCH_FN(rmsnorm)));
+        m.impl("rmsnorm", torch::dispatch(c10::DispatchKey::Autograd, TORCH_FN(rmsnorm_autograd)));
     }
 }
 

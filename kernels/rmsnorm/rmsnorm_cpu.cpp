@@ -1,5 +1,6 @@
 // rmsnorm's CPU twin: the sum of squares is taken over new_residual as stored (rounded to the dtype), as the
-// reference computes it from the tensor it returns.
+// reference computes it from the tensor it returns, and summed in double: a float summed in sequence over
+// a wide row drifts where the reference's and the GPU's tree reductions do not.
 #include <cmath>
 
 #include "jk_cpu.h"
@@ -16,13 +17,13 @@ void rmsnorm_cpu(jk::DType dtype, const void* x, const void* residual, const voi
             const T* rr = static_cast<const T*>(residual) + r * width;
             T* nr = static_cast<T*>(new_residual) + r * width;
             T* o = static_cast<T*>(out) + r * width;
-            A sum_sq = 0;
+            double sum_sq = 0;
             for (int64_t c = 0; c < width; ++c) {
                 nr[c] = static_cast<T>(static_cast<A>(xr[c]) + static_cast<A>(rr[c]));
                 const A s = static_cast<A>(nr[c]);
                 sum_sq += s * s;
             }
-            const A rstd = A(1) / std::sqrt(sum_sq / static_cast<A>(width) + static_cast<A>(eps));
+            const A rstd = static_cast<A>(1.0 / std::sqrt(sum_sq / static_cast<double>(width) + eps));
             for (int64_t c = 0; c < width; ++c) {
                 o[c] = static_cast<T>(static_cast<A>(nr[c]) * rstd * static_cast<A>(w[c]));
             }

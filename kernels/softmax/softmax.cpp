@@ -1,4 +1,5 @@
-// softmax's binding: torch.ops.jitload.softmax(x) over the last dimension. Forward only (no autograd kernel).
+// softmax's binding: torch.ops.jitload.softmax(x) over the last dimension. Forward only: backprop through
+// it is a clear error rather than a silently missing gradient.
 #include "jk_torch.h"
 
 #include "softmax.h"
@@ -25,12 +26,21 @@ at::Tensor softmax(const at::Tensor& x) {
     return out;
 }
 
+at::Tensor softmax_autograd(const at::Tensor& x) {
+    jk::forbid_grad("softmax", {x});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("jitload::softmax", "")
+                               .typed<at::Tensor(const at::Tensor&)>();
+    return op.call(x);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(jitload, m) {
     if (jk::define(m, "softmax(Tensor x) -> Tensor")) {
         JK_IMPL_CPU_CUDA(m, "softmax", softmax);
         m.impl("softmax", torch::dispatch(c10::DispatchKey::Meta, TORCH_FN(softmax)));
+        m.impl("softmax", torch::dispatch(c10::DispatchKey::Autograd, TORCH_FN(softmax_autograd)));
     }
 }
 

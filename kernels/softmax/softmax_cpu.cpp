@@ -1,4 +1,6 @@
-// softmax's CPU twin: the same online max/sum as the GPU, one element at a time.
+// softmax's CPU twin: the same online max/sum as the GPU, one element at a time. The running sum is a
+// double: a float summed in sequence over a 65536-wide row drifts by ~1e-5, where the GPU's tree of
+// per-thread partial sums does not.
 #include <cmath>
 #include <limits>
 
@@ -12,16 +14,17 @@ void softmax_cpu(jk::DType dtype, const void* x, void* out, int64_t rows, int64_
         for (int64_t r = 0; r < rows; ++r) {
             const T* xr = static_cast<const T*>(x) + r * width;
             T* o = static_cast<T*>(out) + r * width;
-            A m = -std::numeric_limits<A>::infinity(), s = 0;
+            A m = -std::numeric_limits<A>::infinity();
+            double s = 0;
             for (int64_t c = 0; c < width; ++c) {  // one pass: rescale the running sum when the max grows
                 const A v = static_cast<A>(xr[c]);
                 if (v > m) {
-                    s = s * std::exp(m - v);
+                    s = s * std::exp(static_cast<double>(m - v));
                     m = v;
                 }
-                s += std::exp(v - m);
+                s += std::exp(static_cast<double>(v - m));
             }
-            const A inv = A(1) / s;
+            const A inv = static_cast<A>(1.0 / s);
             for (int64_t c = 0; c < width; ++c) o[c] = static_cast<T>(std::exp(static_cast<A>(xr[c]) - m) * inv);
         }
     });
