@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one go: doctor, the whole test suite (cuda-marked tests included), the
 # kernels' check and timing, and the reload benchmark. Outputs go to $OUT (default benchmarks/results/latest).
-# Usage: bash benchmarks/run_all.sh [tests|kernels|reload ...]   (default: all three)
+# Usage: bash benchmarks/run_all.sh [PART ...]   (default: tests kernels reload)
+#   prebuild     build every kernel, in parallel processes (one compiler each)
+#   tests        the whole test suite;  kerneltests  the kernel, stream and install tests only
+#   kernels      jitload bench --all --compiled (float32 and bfloat16) with a report and plots
+#   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
+#   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
+#   reload       benchmarks/reload.py
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-benchmarks/results/latest}
@@ -19,8 +25,28 @@ parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests kernels reload)
 status=0
 for part in "${parts[@]}"; do
   case $part in
+    prebuild)
+      for k in $($PY -c 'from jitload import kernels; print(" ".join(kernels.discover()))'); do
+        $PY -m jitload build "$k" > "$OUT/build-$k.txt" 2>&1 &
+      done
+      wait; cat "$OUT"/build-*.txt; rm -f "$OUT"/build-*.txt ;;
     tests)   $PY -m pytest -q -rs 2>&1 | tee "$OUT/tests.txt" || status=1 ;;
-    kernels) $PY -m jitload bench --all --compiled --report "$OUT/report" 2>&1 | tee "$OUT/kernels.txt" || status=1 ;;
+    kerneltests)
+      $PY -m pytest -q -rs tests/test_kernels.py tests/test_streams.py tests/test_kernel_install.py \
+        tests/test_checker.py tests/test_benchmark.py 2>&1 | tee "$OUT/kerneltests.txt" || status=1 ;;
+    kernels) $PY -m jitload bench --all --compiled --dtype float32 bfloat16 --report "$OUT/report" 2>&1 \
+               | tee "$OUT/kernels.txt" || status=1 ;;
+    bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report" 2>&1 \
+               | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
+    backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
+    resources)
+      # cuobjdump: the toolkit's, else the copy Triton ships (CPU-only boxes may have no full toolkit)
+      CUOBJDUMP=$(command -v cuobjdump || ls "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump" 2>/dev/null || \
+        $PY -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump"))')
+      for o in $(find "${TORCH_EXTENSIONS_DIR:-$HOME/.cache/torch_extensions}" -name '*_kernel.cuda.o'); do
+        echo "== $(basename "$o")"; "$CUOBJDUMP" --dump-resource-usage "$o" | grep -E 'Function|REG' \
+          | sed -E 's/^ +//' | paste - - | sed -E 's/Resource usage://'
+      done 2>&1 | tee "$OUT/resources.txt" ;;
     reload)  $PY benchmarks/reload.py --out "$OUT/reload.md" || status=1 ;;
     *) echo "unknown part: $part" >&2; status=2 ;;
   esac

@@ -1,3 +1,4 @@
+import os
 import platform
 
 import pytest
@@ -21,6 +22,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
     # Builds made by tests never land in the user's cache (session scope: module fixtures build too).
+    # JITLOAD_TEST_EXTENSIONS_DIR names a scratch cache to reuse instead (the GPU run prebuilds into one).
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.getbasetemp() / "torch_extensions"))
+        mp.setenv("TORCH_EXTENSIONS_DIR", os.environ.get("JITLOAD_TEST_EXTENSIONS_DIR")
+                  or str(tmp_path_factory.getbasetemp() / "torch_extensions"))
         yield
