@@ -36,7 +36,7 @@ for part in "${parts[@]}"; do
         tests/test_checker.py tests/test_benchmark.py 2>&1 | tee "$OUT/kerneltests.txt" || status=1 ;;
     kernels) $PY -m jitload bench --all --compiled --dtype float32 bfloat16 --report "$OUT/report" 2>&1 \
                | tee "$OUT/kernels.txt" || status=1 ;;
-    bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report" 2>&1 \
+    bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
     backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
     resources)

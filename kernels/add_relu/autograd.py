@@ -20,5 +20,7 @@ def _backward(ctx, grad: torch.Tensor):
 
 
 def register() -> None:
-    """Idempotent: torch.library replaces the kernel this registered before (for hot rebuilds)."""
-    torch.library.register_autograd("jitload::add_relu_py", _backward, setup_context=_setup_context)
+    """Once per process: the C++ library never registers this key, so a hot rebuild keeps this kernel, and
+    torch refuses a second Python registration of one key."""
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("jitload::add_relu_py", "Autograd"):
+        torch.library.register_autograd("jitload::add_relu_py", _backward, setup_context=_setup_context)
