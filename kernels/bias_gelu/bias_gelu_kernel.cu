@@ -16,9 +16,16 @@ template <class T, int N, bool BACKWARD>
 __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
                                  T* __restrict__ out, int64_t n, int64_t width, bool tanh) {
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * N;
-    for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N; i < n; i += stride) {
+    const int64_t start = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+    // The column advances by a fixed amount per step: one modulo per thread, not one per vector (a 64-bit
+    // division is a ~100-instruction subroutine, which made the bfloat16 kernel compute-bound).
+    const int64_t step = stride % width;
+    int64_t col = start % width;
+    for (int64_t i = start; i < n; i += stride) {
         const jk::Vec<T, N> xv = jk::load_vec<N>(x + i);
-        const jk::Vec<T, N> bv = jk::load_vec<N>(bias + i % width);
+        const jk::Vec<T, N> bv = jk::load_vec<N>(bias + col);
+        col += step;
+        if (col >= width) col -= width;
         jk::Vec<T, N> gv;
         if constexpr (BACKWARD) gv = jk::load_vec<N>(grad + i);
         jk::Vec<T, N> r;

@@ -37,8 +37,10 @@ __global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int
     const T* xr = x + p.row * width;
     T* o = out + p.row * width;
 
-    // Pass 1a: the cached vectors: their max first, then one exp per element (no rescaling needed).
+    // Pass 1a: the cached vectors: their max first, then one exp per element, kept (in float) for pass 2,
+    // so that each element costs one exp in all (pass 2 rescales by one exp per thread, not per element).
     jk::Vec<T, N> cached[jk::kCached];
+    A ex[jk::kCached][N];
     A m = -INFINITY, s = 0;
 #pragma unroll
     for (int k = 0; k < jk::kCached; ++k) {
@@ -49,12 +51,16 @@ __global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int
             for (int e = 0; e < N; ++e) m = max(m, jk::to_acc(cached[k].v[e]));
         }
     }
+    const A m_cached = m;  // ex[] is relative to this
 #pragma unroll
     for (int k = 0; k < jk::kCached; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
         if (v < vectors) {
 #pragma unroll
-            for (int e = 0; e < N; ++e) s += fast_exp(jk::to_acc(cached[k].v[e]) - m);
+            for (int e = 0; e < N; ++e) {
+                ex[k][e] = fast_exp(jk::to_acc(cached[k].v[e]) - m_cached);
+                s += ex[k][e];
+            }
         }
     }
     // Pass 1b: the rest of a long row, online: one rescale per vector whose max exceeds the running max.
@@ -89,17 +95,23 @@ __global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int
     }
     const A inv = A(1) / s;
 
-    // Pass 2: write exp(x - max) / sum.
+    // Pass 2: write exp(x - max) / sum; for the cached vectors, exp(x - m_cached) * exp(m_cached - max) / sum.
     auto write = [&](int64_t v, const jk::Vec<T, N>& a) {
         jk::Vec<T, N> r;
 #pragma unroll
         for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(fast_exp(jk::to_acc(a.v[e]) - m) * inv);
         jk::store_vec<N>(o + v * N, r);
     };
+    const A scale = m_cached == -INFINITY ? A(0) : fast_exp(m_cached - m) * inv;  // -inf: this thread had none
 #pragma unroll
     for (int k = 0; k < jk::kCached; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
-        if (v < vectors) write(v, cached[k]);
+        if (v < vectors) {
+            jk::Vec<T, N> r;
+#pragma unroll
+            for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(ex[k][e] * scale);
+            jk::store_vec<N>(o + v * N, r);
+        }
     }
     for (int64_t v = p.lane + static_cast<int64_t>(jk::kCached) * p.width; v < vectors; v += p.width) {
         write(v, jk::load_vec<N>(xr + v * N));
