@@ -11,28 +11,7 @@ __device__ __forceinline__ jk::acc_t<T> biased(T x, T b) {
     return jk::to_acc(jk::from_acc<T>(jk::to_acc(x) + jk::to_acc(b)));
 }
 
-template <class T>
-constexpr bool kSixteenBit = sizeof(T) == 2;  // float16, bfloat16: erf_fast (see gelu_math.h)
-
-// out[i..i+N) from x, bias (at column col) and, for BACKWARD, grad.
-template <class T, int N, bool BACKWARD>
-__device__ __forceinline__ void bias_gelu_vec(const jk::Vec<T, N>& xv, const jk::Vec<T, N>& bv,
-                                              const jk::Vec<T, N>& gv, T* out, bool tanh) {
-    jk::Vec<T, N> r;
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-        const auto u = biased(xv.v[e], bv.v[e]);
-        if constexpr (BACKWARD) {
-            r.v[e] = jk::from_acc<T>(jk::to_acc(gv.v[e]) * gelu_math::gelu_grad<decltype(u), kSixteenBit<T>>(u, tanh));
-        } else {
-            r.v[e] = jk::from_acc<T>(gelu_math::gelu<decltype(u), kSixteenBit<T>>(u, tanh));
-        }
-    }
-    jk::store_vec<N>(out, r);
-}
-
-// BACKWARD: out = grad * gelu'(x + bias); otherwise out = gelu(x + bias) (grad unused). Grid-stride, two
-// vectors a step: both are loaded before either is computed, so each thread has twice the bytes in flight.
+// BACKWARD: out = grad * gelu'(x + bias); otherwise out = gelu(x + bias) (grad unused).
 template <class T, int N, bool BACKWARD>
 __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
                                  T* __restrict__ out, int64_t n, int64_t width, bool tanh) {
@@ -42,22 +21,24 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
     // division is a ~100-instruction subroutine, which made the bfloat16 kernel compute-bound).
     const int64_t step = stride % width;
     int64_t col = start % width;
-    for (int64_t i = start; i < n; i += 2 * stride) {
-        const int64_t j = i + stride;
-        int64_t col_j = col + step;
-        if (col_j >= width) col_j -= width;
-        const bool has_j = j < n;
-        jk::Vec<T, N> xi = jk::load_vec<N>(x + i), bi = jk::load_vec<N>(bias + col), gi{}, xj{}, bj{}, gj{};
-        if constexpr (BACKWARD) gi = jk::load_vec<N>(grad + i);
-        if (has_j) {
-            xj = jk::load_vec<N>(x + j);
-            bj = jk::load_vec<N>(bias + col_j);
-            if constexpr (BACKWARD) gj = jk::load_vec<N>(grad + j);
-        }
-        bias_gelu_vec<T, N, BACKWARD>(xi, bi, gi, out + i, tanh);
-        if (has_j) bias_gelu_vec<T, N, BACKWARD>(xj, bj, gj, out + j, tanh);
-        col = col_j + step;
+    for (int64_t i = start; i < n; i += stride) {
+        const jk::Vec<T, N> xv = jk::load_vec<N>(x + i);
+        const jk::Vec<T, N> bv = jk::load_vec<N>(bias + col);
+        col += step;
         if (col >= width) col -= width;
+        jk::Vec<T, N> gv;
+        if constexpr (BACKWARD) gv = jk::load_vec<N>(grad + i);
+        jk::Vec<T, N> r;
+#pragma unroll
+        for (int e = 0; e < N; ++e) {
+            const auto u = biased(xv.v[e], bv.v[e]);
+            if constexpr (BACKWARD) {
+                r.v[e] = jk::from_acc<T>(jk::to_acc(gv.v[e]) * gelu_math::gelu_grad(u, tanh));
+            } else {
+                r.v[e] = jk::from_acc<T>(gelu_math::gelu(u, tanh));
+            }
+        }
+        jk::store_vec<N>(out + i, r);
     }
 }
 

@@ -14,16 +14,12 @@ struct RowLaunch {
     int64_t blocks;
 };
 
-// elements_per_vector: a thread's share is sized in elements (about 16), not vectors: with 8-element
-// bfloat16 vectors, 4 vectors a thread made its serial max/sum chains twice float32's and the bfloat16
-// softmax latency-bound (72% of the copy on the H200 against float32's 98%).
-inline RowLaunch row_launch(int64_t rows, int64_t vectors_per_row, int elements_per_vector) {
+inline RowLaunch row_launch(int64_t rows, int64_t vectors_per_row) {
     if (vectors_per_row <= 32 * kCached) {
         // 8 rows of 32 threads per block: short rows would leave most of a block-per-row idle
         return {true, 256, ceil_div<int64_t>(rows, 8)};
     }
-    const int64_t per_thread = std::clamp<int64_t>(16 / elements_per_vector, 1, kCached);  // vectors
-    int threads = static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(vectors_per_row, per_thread)));
+    int threads = static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(vectors_per_row, kCached)));
     threads = std::max(64, ceil_div(threads, 32) * 32);
     return {false, threads, rows};
 }

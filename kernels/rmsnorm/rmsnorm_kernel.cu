@@ -64,7 +64,7 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
 template <class T, int N>
 cudaError_t launch(const T* x, const T* r, const T* w, T* o, T* nr, int64_t rows, int64_t width, double eps,
                    cudaStream_t stream) {
-    const jk::RowLaunch l = jk::row_launch(rows, width / N, N);
+    const jk::RowLaunch l = jk::row_launch(rows, width / N);
     const unsigned blocks = static_cast<unsigned>(l.blocks);
     if (l.warp_per_row) {
         rmsnorm_kernel<T, N, true><<<blocks, l.threads, 0, stream>>>(x, r, w, o, nr, rows, width, eps);

@@ -120,7 +120,7 @@ __global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int
 
 template <class T, int N>
 cudaError_t launch(const T* x, T* out, int64_t rows, int64_t width, cudaStream_t stream) {
-    const jk::RowLaunch l = jk::row_launch(rows, width / N, N);
+    const jk::RowLaunch l = jk::row_launch(rows, width / N);
     const unsigned blocks = static_cast<unsigned>(l.blocks);
     if (l.warp_per_row) {
         softmax_kernel<T, N, true><<<blocks, l.threads, 0, stream>>>(x, out, rows, width);
