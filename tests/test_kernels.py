@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from jitload import kernels, toolchain
+from jitload import kernels, objdump, toolchain
 from jitload.checker import check
 
 NAMES = ["add", "add_relu", "bias_gelu", "rmsnorm", "softmax"]
@@ -192,6 +192,18 @@ def test_cuda_source_compiled_for_sm90(built, name):
     if expected == "9.0":
         assert "-gencode=arch=compute_90,code=sm_90" in ninja
     assert os.path.getsize(os.path.join(ext.build_directory, obj)) > 0
+
+
+@pytest.mark.skipif(toolchain.find_cuda_home() is None, reason="no CUDA toolkit")
+def test_no_kernel_spills_and_add_loads_16_bytes(built):
+    # Read off the sm_90 objects, so CI sees a spill (a stack frame) or a lost vectorisation before any GPU does.
+    tables = {name: objdump.resources(ext) for name, (_, ext) in built.items()}
+    for name, table in tables.items():
+        assert len(table) > 0, name
+        touches = (table["stack"] > 0) | (table["local"] > 0)
+        assert not touches.any(), table.loc[touches, ["kernel", "registers", "stack", "local"]]
+    sass = objdump.sass(built["add"][1], "map_vec_kernel<float")
+    assert "LDG.E.128" in sass and "STG.E.128" in sass
 
 
 # ---- on the GPU ---------------------------------------------------------------------------------------------
