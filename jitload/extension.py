@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ import time
 import types
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import build, toolchain
@@ -228,7 +229,14 @@ class Extension:
             self._adopt(new_state, library, BuildInfo(status, 0.0, commands), start)
 
     def _adopt(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
-        module_name = f"{self._spec.name}_{state.tag}"
+        name = self._spec.name
+        module_name = f"{name}_{state.tag}"
+        if module_name in sys.modules and _LAST_LOADED.get(name, module_name) != module_name:
+            # Going back to a build this process loaded before (an edit undone): dlopen would hand back the old
+            # mapping without running its static initialisers again, so torch.ops would keep the kernels that
+            # the newer build registered. The same objects, linked under a fresh name, load as new.
+            state, library = self._relink(state, info)
+            module_name = f"{name}_{state.tag}"
         try:
             module = _import(module_name, library)
         except ImportError as err:
@@ -237,9 +245,28 @@ class Extension:
                              self._spec.build_directory) from err
         if module is not self._module:
             self.modules_loaded += 1
+        _LAST_LOADED[name] = module_name
         self._module, self._state = module, state
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
+
+
+    def _relink(self, state: _State, info: BuildInfo) -> tuple[_State, str]:
+        spec, directory = self._spec, self._spec.build_directory
+        for n in itertools.count(1):
+            tag = hashlib.sha256(f"{state.tag}/{n}".encode()).hexdigest()[:len(state.tag)]
+            library = os.path.join(directory, f"{spec.name}_{tag}.so")
+            if f"{spec.name}_{tag}" not in sys.modules and not os.path.exists(library):
+                break
+        linked = build.link_library(directory, spec.name, tag, verbose=self._verbose)
+        if linked.returncode != 0:
+            raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
+        info.status, info.commands = "built", info.commands + linked.commands
+        return replace(state, tag=tag), library
+
+
+# The module each extension name loaded last in this process: what its static initialisers registered.
+_LAST_LOADED: dict[str, str] = {}
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
