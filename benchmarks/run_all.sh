@@ -8,6 +8,8 @@
 #   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
 #   reload       benchmarks/reload.py
+#   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write);
+#                with $NOTEBOOKS_TAR set, notebooks/ is tarred there after each one (a timeout keeps what ran)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-benchmarks/results/latest}
@@ -47,6 +49,11 @@ for part in "${parts[@]}"; do
         echo "== $(basename "$o")"; "$CUOBJDUMP" --dump-resource-usage "$o" | grep -E 'Function|REG' \
           | sed -E 's/^ +//' | paste - - | sed -E 's/Resource usage://'
       done 2>&1 | tee "$OUT/resources.txt" ;;
+    notebooks)
+      for nb in ${NOTEBOOKS:-notebooks/*.ipynb}; do
+        $PY benchmarks/run_notebooks.py "$nb" --write --log "$OUT/notebooks.log" || status=1
+        if [ -n "${NOTEBOOKS_TAR:-}" ]; then tar czf "$NOTEBOOKS_TAR" notebooks/*.ipynb; fi
+      done ;;
     reload)  $PY benchmarks/reload.py --out "$OUT/reload.md" || status=1 ;;
     *) echo "unknown part: $part" >&2; status=2 ;;
   esac
