@@ -25,12 +25,15 @@ run: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check jitload tests benchmarks kernels
 
-# The container's services are tested with Debian's sshd; as root (CI), install it if it is missing.
+# The container's services are tested with Debian's sshd, and JupyterLab in Debian's headless Chromium driven
+# through its chromedriver; as root (CI), install what is missing.
+SYSTEM_PACKAGES := /usr/sbin/sshd:openssh-server /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver
 system-deps:
-	@if ! [ -x /usr/sbin/sshd ]; then \
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do [ -x "$${p%%:*}" ] || echo "$${p#*:}"; done); \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; \
-		else echo "openssh-server is missing: the sshd tests will be skipped (apt-get install openssh-server)"; fi; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		else echo "missing $$missing: the tests that need them will be skipped (apt-get install $$missing)"; fi; \
 	fi
 
 test: $(VENV)/.installed lint system-deps

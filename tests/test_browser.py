@@ -1,0 +1,109 @@
+"""A reader's first contact, end to end: headless Chromium opens JupyterLab as the container's entrypoint
+serves it, runs every cell of notebooks/02_fusion.ipynb from the Run menu, saves, and the notebook holds no
+error and a rendered plot (checked in the page and in the saved file).
+
+Needs Debian's chromium and chromium-driver (``make test`` installs them when run as root) and sshd (the
+entrypoint starts both services). Selenium drives the browser through the distribution's chromedriver, so
+nothing is downloaded at test time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+from services import HAVE_SSHD, REPO, started
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+NOTEBOOK = "02_fusion.ipynb"
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER and HAVE_SSHD),
+    reason="needs chromium, chromium-driver and openssh-server (make test installs them when run as root)")
+
+
+def _browser(profile: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # --no-sandbox: Chromium's sandbox cannot start as root (CI); the background-networking flags stop it
+    # dialling Google on a machine with no way out (each refused connection costs a retry).
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--window-size=1400,1000", f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+
+
+def _wait(driver, what: str, condition, timeout: float, shot: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception:  # the page is still changing under us (stale elements): look again
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    driver.save_screenshot(shot)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; screenshot: {shot}")
+
+
+def test_jupyterlab_runs_02_fusion(tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    workspace = tmp_path / "workspace-src"
+    (workspace / "notebooks").mkdir(parents=True)
+    shutil.copy(os.path.join(REPO, "notebooks", NOTEBOOK), workspace / "notebooks")
+    shot = str(tmp_path / "jupyterlab.png")
+    with started(tmp_path, str(workspace)) as svc:
+        os.chmod(svc.workspace, 0o777)  # a non-root Jupyter saves the notebook back
+        driver = _browser(str(tmp_path / "profile"))
+        try:
+            driver.get(f"http://127.0.0.1:{svc.jupyter_port}/lab/tree/notebooks/{NOTEBOOK}?token={svc.token()}")
+            source = json.load(open(workspace / "notebooks" / NOTEBOOK))
+            code_cells = sum(c["cell_type"] == "code" for c in source["cells"])
+            _wait(driver, "the notebook's cells", lambda: len(driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell"))
+                  == code_cells, 120, shot)
+            _wait(driver, "the kernel to start", lambda: "Idle" in driver.find_element(
+                By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar").get_attribute("innerHTML") or driver.find_elements(
+                By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"), 120, shot)
+            run_menu = next(m for m in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item") if m.text == "Run")
+            run_menu.click()
+            _wait(driver, "Run All Cells in the Run menu", lambda: next(
+                i for i in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-item") if i.text.strip() == "Run All Cells"),
+                30, shot).click()
+
+            def finished():
+                # textContent, not .text: cells scrolled out of view are not "visible" text to Selenium
+                prompts = [p.get_attribute("textContent") for p in
+                           driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
+                return len(prompts) == code_cells and all(p.strip("[]: \xa0").isdigit() for p in prompts)
+
+            _wait(driver, "every cell to run", finished, 900, shot)
+            errors = driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output[data-mime-type="
+                                          "'application/vnd.jupyter.stderr'] .jp-RenderedText")
+            texts = [e.get_attribute("textContent") for e in errors]
+            tracebacks = [t for t in texts if "Traceback" in t or "Error:" in t]
+            assert not tracebacks, tracebacks[0][:3000]
+            images = driver.find_elements(By.CSS_SELECTOR, ".jp-RenderedImage img")
+            assert images and all(int(i.get_attribute("naturalWidth") or 0) > 100 for i in images)
+            driver.find_element(By.CSS_SELECTOR, ".jp-Notebook").send_keys(Keys.CONTROL, "s")
+            saved = os.path.join(svc.workspace, "notebooks", NOTEBOOK)
+            _wait(driver, "the save", lambda: any(c.get("outputs") for c in json.load(open(saved))["cells"]), 60,
+                  shot)
+        finally:
+            driver.quit()
+        nb = json.load(open(saved))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["execution_count"] for c in code)
+    outputs = [o for c in code for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
