@@ -259,6 +259,42 @@ def test_cuda_bias_gelu_variants(built, approximate):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("width", [4096, 1003])
+def test_cuda_bias_gelu_grid_stride_loop(built, width):
+    # The grid is capped (bfloat16: 32 blocks of 256 threads a SM, 2 vectors a thread: 2.2e6 vectors on an
+    # H200) and each thread loops, carrying its bias column across iterations: a wrong column shows as a
+    # wrong value somewhere here. 8 elements a vector at width 4096, 1 at the odd width.
+    n = 2**26
+    x = torch.randn(n // width, width, dtype=torch.bfloat16, device="cuda")
+    bias = torch.randn(width, dtype=torch.bfloat16, device="cuda")
+    for approximate in ("none", "tanh"):
+        expected = F.gelu(x + bias, approximate=approximate)
+        torch.testing.assert_close(torch.ops.jitload.bias_gelu(x, bias, approximate), expected, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_cuda_fast_gelu_rounds_like_torch(built, dtype, approximate):
+    # The 16-bit dtypes use gelu_fast.cuh (float math, ~2e-5 relative error, against torch's libm in float):
+    # on every finite 16-bit value in [-16, 16], each result is torch's or one unit in the last place from it,
+    # and almost all are torch's exactly. The check's tolerance (1e-3, 1e-2) would hide a far worse formula.
+    every = torch.arange(-2**15, 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    x = every[torch.isfinite(every) & (every.abs() <= 16)].cuda()
+    x = torch.cat([x, x[: (-len(x)) % 8]])[None]  # whole 16-byte vectors: the vectorised kernel
+    got = torch.ops.jitload.bias_gelu(x, torch.zeros(x.shape[-1], dtype=dtype, device="cuda"), approximate)
+    want = F.gelu(x, approximate=approximate)
+    ulps = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    off = (got != want) & (ulps > 1)
+    assert not off.any(), list(zip(x[off][:5].tolist(), got[off][:5].tolist(), want[off][:5].tolist()))
+    assert (got == want).float().mean().item() > 0.99
+    grad_x, _ = torch.ops.jitload.bias_gelu_backward(torch.ones_like(x), x, torch.zeros_like(x[0]), approximate)
+    want_grad = torch.ops.aten.gelu_backward(torch.ones_like(x), x, approximate=approximate)
+    eps = torch.finfo(dtype).eps  # derivatives cancel near x = -0.75: there an absolute bound
+    torch.testing.assert_close(grad_x.float(), want_grad.float(), rtol=eps, atol=1e-5)
+
+
+@pytest.mark.cuda
 def test_cuda_misaligned_inputs_take_the_scalar_path(built):
     base = torch.randn(2**20 + 8, device="cuda")
     a, b = base[1:2**20 + 1], base[3:2**20 + 3]  # 4 and 12 bytes past a 16-byte boundary

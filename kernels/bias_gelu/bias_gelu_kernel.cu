@@ -1,45 +1,132 @@
 // bias_gelu: out = gelu(x + bias) in one pass (eager torch makes two: the add writes x + bias, gelu reads it).
 // Flat over rows * width elements in 16-byte vectors; a vector never straddles two rows when width is a
 // multiple of the vector length, so its bias is one aligned vector load too. Otherwise: one element a thread.
+//
+// For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
+// instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
+// Compute: SM 77%, DRAM 49%). Those dtypes use gelu_fast.cuh instead, exact to 2e-5 relative (ten times
+// below float16's half-ulp); float32 and float64 keep the libm functions.
 #include "bias_gelu.h"
+#include "gelu_fast.cuh"
 #include "gelu_math.h"
 #include "jk_cuda.cuh"
 
+namespace {
+
 template <class T>
-__device__ __forceinline__ jk::acc_t<T> biased(T x, T b) {
-    // rounded to T first, as torch's gelu(x + bias) sees it
-    return jk::to_acc(jk::from_acc<T>(jk::to_acc(x) + jk::to_acc(b)));
+constexpr bool kFast = sizeof(T) == 2;  // float16, bfloat16
+
+// u = x + bias as torch's gelu(x + bias) sees it: rounded to T. For the 16-bit types one packed add per two
+// elements (add.rn.bf16x2 / f16x2 round the exact sum once; torch's float add then rounding to T gives the
+// same value, since a float sum of two 16-bit numbers is exact unless one is too small to reach T's
+// rounding bit); otherwise in float and rounded.
+template <class T, int N>
+__device__ __forceinline__ void add_bias(const jk::Vec<T, N>& x, const jk::Vec<T, N>& b, jk::acc_t<T> (&u)[N]) {
+    if constexpr (kFast<T> && N % 2 == 0) {
+        using P = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+        const P* xp = reinterpret_cast<const P*>(x.v);
+        const P* bp = reinterpret_cast<const P*>(b.v);
+#pragma unroll
+        for (int e = 0; e < N; e += 2) {
+            const P sum = __hadd2(xp[e / 2], bp[e / 2]);
+            u[e] = jk::to_acc(sum.x);
+            u[e + 1] = jk::to_acc(sum.y);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < N; ++e) u[e] = jk::to_acc(jk::from_acc<T>(jk::to_acc(x.v[e]) + jk::to_acc(b.v[e])));
+    }
 }
 
-// BACKWARD: out = grad * gelu'(x + bias); otherwise out = gelu(x + bias) (grad unused).
-template <class T, int N, bool BACKWARD>
+template <class T, bool BACKWARD, bool TANH, bool FAST>
+__device__ __forceinline__ T apply(jk::acc_t<T> u, T g) {
+    if constexpr (FAST) {
+        if constexpr (BACKWARD) {
+            return jk::from_acc<T>(jk::to_acc(g) * (TANH ? gelu_fast::tanh_grad(u) : gelu_fast::erf_grad(u)));
+        } else {
+            return jk::from_acc<T>(TANH ? gelu_fast::tanh(u) : gelu_fast::erf(u));
+        }
+    } else if constexpr (BACKWARD) {
+        return jk::from_acc<T>(jk::to_acc(g) * gelu_math::gelu_grad(u, TANH));
+    } else {
+        return jk::from_acc<T>(gelu_math::gelu(u, TANH));
+    }
+}
+
+// Where a thread's vectors sit in the bias: the column of its first element and how far the column moves
+// between its vectors (step) and between grid-stride iterations (jump), both reduced modulo width on the host,
+// so the loop adds and wraps instead of dividing (a 64-bit division is a ~100-instruction subroutine).
+struct Columns {
+    int64_t width, step, jump;
+};
+
+// BACKWARD: out = grad * gelu'(x + bias); otherwise out = gelu(x + bias) (grad unused). U vectors per thread
+// per iteration, all loaded before the first is used.
+template <class T, int N, int U, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
 __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
-                                 T* __restrict__ out, int64_t n, int64_t width, bool tanh) {
-    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * N;
-    const int64_t start = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
-    // The column advances by a fixed amount per step: one modulo per thread, not one per vector (a 64-bit
-    // division is a ~100-instruction subroutine, which made the bfloat16 kernel compute-bound).
-    const int64_t step = stride % width;
-    int64_t col = start % width;
-    for (int64_t i = start; i < n; i += stride) {
-        const jk::Vec<T, N> xv = jk::load_vec<N>(x + i);
-        const jk::Vec<T, N> bv = jk::load_vec<N>(bias + col);
-        col += step;
-        if (col >= width) col -= width;
-        jk::Vec<T, N> gv;
-        if constexpr (BACKWARD) gv = jk::load_vec<N>(grad + i);
-        jk::Vec<T, N> r;
+                                 T* __restrict__ out, int64_t n, Columns c) {
+    const int64_t chunk = static_cast<int64_t>(blockDim.x) * N;  // from one of a thread's vectors to the next
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * chunk * U;
+    int64_t i = static_cast<int64_t>(blockIdx.x) * chunk * U + static_cast<int64_t>(threadIdx.x) * N;
+    int64_t col = i < n ? i % c.width : 0;
+    for (; i < n; i += stride) {
+        jk::Vec<T, N> xv[U], bv[U], gv[U];
+        int64_t cu = col;
 #pragma unroll
-        for (int e = 0; e < N; ++e) {
-            const auto u = biased(xv.v[e], bv.v[e]);
-            if constexpr (BACKWARD) {
-                r.v[e] = jk::from_acc<T>(jk::to_acc(gv.v[e]) * gelu_math::gelu_grad(u, tanh));
-            } else {
-                r.v[e] = jk::from_acc<T>(gelu_math::gelu(u, tanh));
+        for (int u = 0; u < U; ++u) {
+            const int64_t j = i + u * chunk;
+            if (j < n) {
+                xv[u] = jk::load_vec<N>(x + j);
+                bv[u] = jk::load_vec<N>(bias + cu);
+                if constexpr (BACKWARD) gv[u] = jk::load_vec<N>(grad + j);
+            }
+            cu += c.step;
+            if (cu >= c.width) cu -= c.width;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t j = i + u * chunk;
+            if (j < n) {
+                jk::acc_t<T> a[N];
+                add_bias(xv[u], bv[u], a);
+                jk::Vec<T, N> r;
+#pragma unroll
+                for (int e = 0; e < N; ++e) r.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? gv[u].v[e] : T{});
+                jk::store_vec<N>(out + j, r);
             }
         }
-        jk::store_vec<N>(out + i, r);
+        col += c.jump;
+        if (col >= c.width) col -= c.width;
     }
+}
+
+// Vectors per thread per step and blocks per SM (each thread loops over the rest), the best measured on the
+// H200 (benchmarks/results/2026-12-03-h200-kernels/variants-bias_gelu.md): 16-bit types 2 and 32 (91-92% of
+// the copy bandwidth; one thread per vector pair 83%), float32 1 and 16 (92%). With one vector a step nvcc
+// splits each 16-byte store into 4- or 2-byte ones (st.global.v2.u16 in the PTX); it costs float32 nothing
+// measurable.
+template <class T>
+constexpr int kUnroll = sizeof(T) == 2 ? 2 : 1;
+template <class T>
+constexpr int kBlocksPerSM = sizeof(T) == 2 ? 32 : 16;
+
+template <class T, int N, bool BACKWARD, bool TANH>
+cudaError_t launch_n(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, cudaStream_t stream) {
+    constexpr int block = jk::kBlock;
+    constexpr int unroll = kUnroll<T>;
+    const int64_t grid = std::min<int64_t>(jk::ceil_div<int64_t>(n / N, int64_t(block) * unroll),
+                                           int64_t(jk::sm_count()) * kBlocksPerSM<T>);
+    const int64_t chunk = int64_t(block) * N;
+    const Columns c{width, chunk % width, (grid * chunk * unroll) % width};
+    bias_gelu_kernel<T, N, unroll, BACKWARD, TANH><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, c);
+    return cudaGetLastError();
+}
+
+template <class T, int N, bool BACKWARD>
+cudaError_t launch_n(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, bool tanh,
+                     cudaStream_t stream) {
+    return tanh ? launch_n<T, N, BACKWARD, true>(g, a, b, z, n, width, stream)
+                : launch_n<T, N, BACKWARD, false>(g, a, b, z, n, width, stream);
 }
 
 template <bool BACKWARD>
@@ -53,20 +140,15 @@ cudaError_t launch(jk::DType dtype, const void* grad, const void* x, const void*
         const T* a = static_cast<const T*>(x);
         const T* b = static_cast<const T*>(bias);
         T* z = static_cast<T*>(out);
-        constexpr int N = jk::kVec<T>, block = jk::kBlock;
+        constexpr int N = jk::kVec<T>;
         const bool vec = width % N == 0 && jk::aligned16(a) && jk::aligned16(b) && jk::aligned16(z) &&
                          (!BACKWARD || jk::aligned16(g));
-        // Enough blocks to fill the GPU several times over; each thread loops over the rest.
-        const int64_t items = vec ? n / N : n;
-        const int64_t grid = std::min<int64_t>(jk::ceil_div<int64_t>(items, block), int64_t(jk::sm_count()) * 16);
-        if (vec) {
-            bias_gelu_kernel<T, N, BACKWARD><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, width, tanh);
-        } else {
-            bias_gelu_kernel<T, 1, BACKWARD><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, width, tanh);
-        }
-        return cudaGetLastError();
+        return vec ? launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream)
+                   : launch_n<T, 1, BACKWARD>(g, a, b, z, n, width, tanh, stream);
     });
 }
+
+}  // namespace
 
 cudaError_t bias_gelu_forward_cuda(jk::DType dtype, const void* x, const void* bias, void* out, int64_t rows,
                                    int64_t width, bool tanh, cudaStream_t stream) {

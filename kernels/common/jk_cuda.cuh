@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -59,6 +60,24 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// 2^x and 1/x as one MUFU instruction each, flushing subnormals. The library's __expf and __fdividef add a
+// range check and rescaling around the same instruction when compiled without -ftz (about four more
+// instructions and a predicate per call, which made softmax's bfloat16 kernel issue-bound); callers here
+// never need a subnormal result. Hand-written PTX because CUDA has no intrinsic for the .ftz forms.
+__device__ __forceinline__ float exp2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
 // Sums and maxima over a warp with shuffles: no shared memory, no __syncthreads().
 template <class A>
 __device__ __forceinline__ A warp_sum(A v) {
@@ -74,16 +93,26 @@ __device__ __forceinline__ A warp_max(A v) {
     return v;
 }
 
-// The sum over the whole block, returned to every thread. scratch holds one value per warp (32 at most).
-template <class A>
-__device__ __forceinline__ A block_sum(A v, A* scratch) {
+// The sum (max) over the whole block, returned to every thread. scratch holds one value per warp (32 at most).
+template <class A, class WarpReduce>
+__device__ __forceinline__ A block_reduce(A v, A* scratch, A identity, WarpReduce warp_reduce) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    v = warp_sum(v);
+    v = warp_reduce(v);
     __syncthreads();  // scratch may still be read by a previous call
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = lane < warps ? scratch[lane] : A(0);
-    return warp_sum(v);
+    v = lane < warps ? scratch[lane] : identity;
+    return warp_reduce(v);
+}
+
+template <class A>
+__device__ __forceinline__ A block_sum(A v, A* scratch) {
+    return block_reduce(v, scratch, A(0), [](A a) { return warp_sum(a); });
+}
+
+template <class A>
+__device__ __forceinline__ A block_max(A v, A* scratch) {
+    return block_reduce(v, scratch, A(-INFINITY), [](A a) { return warp_max(a); });
 }
 
 // The number of SMs of the current device, asked once per device (the attribute query costs microseconds).

@@ -1,134 +1,135 @@
-// softmax over the last dimension in one pass over the data: each thread keeps a running (max, sum) of its
-// elements (online softmax: the sum is rescaled when the max grows), the pairs are merged across the warp
-// or block, and the output pass reads the row from registers (the first kCached vectors) or L2.
+// softmax over the last dimension in one pass over the data. Each thread holds VPT 16-byte vectors of its
+// row in registers, takes their max and one exp per element, and sums those relative to its own max (online
+// softmax's partial state, (max, sum)). The row's max is then reduced across the warp or block, each partial
+// sum is rescaled to it by one exp per thread and summed, and the output is written from registers. A row
+// longer than the registers hold continues online (the sum rescaled whenever the max grows) and re-reads the
+// rest, mostly from L2.
+//
+// What made the bfloat16 kernel reach the copy bandwidth (74% -> 98% on the H200) was instructions, not
+// the launch shape: __expf's subnormal handling and a predicate per element for the row's end had made it
+// issue-bound (~48 instructions an element). Now: -inf padding, one FFMA + ex2.approx.ftz per exp, and two
+// cheap reductions (max, then the rescaled sums) instead of merging (max, sum) pairs pairwise.
 #include <cfloat>
 
 #include "jk_rows.cuh"
 #include "softmax.h"
 
+namespace {
+
+// exp(x - r): for float one FFMA and one MUFU (ex2.approx), ~2 ulp plus 1 ulp per unit of |x - r|, well
+// inside float32's check (r * log2 e is rounded once per row, an error common to all its elements that the
+// normalisation cancels). x = -inf gives 0.
 template <class A>
-__device__ __forceinline__ A fast_exp(A v) {
+__device__ __forceinline__ A exp_diff(A x, A r) {
     if constexpr (std::is_same_v<A, float>) {
-        return __expf(v);  // ex2.approx: ~2 ulp + 1.2 ulp per unit of |v|, well inside float32's check
+        return jk::exp2_approx(fmaf(x, jk::kLog2e, -r * jk::kLog2e));
     } else {
-        return exp(v);
+        return exp(x - r);
     }
 }
 
-// Merge (m2, s2) into (m, s): sums relative to their own maxima, so rescale to the larger. An empty part
-// has m = -inf and s = 0 and must not produce exp(-inf - -inf) = NaN.
-template <class A>
-__device__ __forceinline__ void merge(A& m, A& s, A m2, A s2) {
-    if (m2 > m) {
-        s = s * fast_exp(m - m2) + s2;
-        m = m2;
-    } else if (m2 != -INFINITY) {
-        s += s2 * fast_exp(m2 - m);
-    }
-}
-
-template <class T, int N, bool WARP>
-__global__ void softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t width) {
+// Bounds of 1024 threads: the long-row launch uses that many, and their registers must fit the SM's 64K.
+template <class T, int N, int VPT, bool WARP>
+__global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
+                                                       int64_t width) {
     using A = jk::acc_t<T>;
-    __shared__ A scratch_m[32], scratch_s[32];
+    __shared__ A scratch[32];
     const jk::RowPos p = jk::row_pos<WARP>();
     if (WARP && p.row >= rows) return;
     const int64_t vectors = width / N;
     const T* xr = x + p.row * width;
     T* o = out + p.row * width;
 
-    // Pass 1a: the cached vectors: their max first, then one exp per element, kept (in float) for pass 2,
-    // so that each element costs one exp in all (pass 2 rescales by one exp per thread, not per element).
-    jk::Vec<T, N> cached[jk::kCached];
-    A ex[jk::kCached][N];
-    A m = -INFINITY, s = 0;
+    // This thread's vectors, -inf past the row's end (exp(-inf) = 0: no per-element predicates below), their
+    // max m, and exp(x - r) kept in float with r = m (0 for a thread with no elements), and their sum.
+    jk::Vec<T, N> cached[VPT];
+    A m = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < jk::kCached; ++k) {
+    for (int k = 0; k < VPT; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
         if (v < vectors) {
             cached[k] = jk::load_vec<N>(xr + v * N);
+        } else {
 #pragma unroll
-            for (int e = 0; e < N; ++e) m = max(m, jk::to_acc(cached[k].v[e]));
+            for (int e = 0; e < N; ++e) cached[k].v[e] = jk::from_acc<T>(-INFINITY);
+        }
+#pragma unroll
+        for (int e = 0; e < N; ++e) m = max(m, jk::to_acc(cached[k].v[e]));
+    }
+    const A r_cached = m == -INFINITY ? A(0) : m;  // ex[] is relative to this
+    A r = r_cached, s = 0;
+    A ex[VPT][N];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+#pragma unroll
+        for (int e = 0; e < N; ++e) {
+            ex[k][e] = exp_diff(jk::to_acc(cached[k].v[e]), r_cached);
+            s += ex[k][e];
         }
     }
-    const A m_cached = m;  // ex[] is relative to this
-#pragma unroll
-    for (int k = 0; k < jk::kCached; ++k) {
-        const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
-        if (v < vectors) {
-#pragma unroll
-            for (int e = 0; e < N; ++e) {
-                ex[k][e] = fast_exp(jk::to_acc(cached[k].v[e]) - m_cached);
-                s += ex[k][e];
-            }
-        }
-    }
-    // Pass 1b: the rest of a long row, online: one rescale per vector whose max exceeds the running max.
-    for (int64_t v = p.lane + static_cast<int64_t>(jk::kCached) * p.width; v < vectors; v += p.width) {
+    // The rest of a long row, online: the sum rescaled whenever a vector raises the running max.
+    for (int64_t v = p.lane + static_cast<int64_t>(VPT) * p.width; v < vectors; v += p.width) {
         const jk::Vec<T, N> a = jk::load_vec<N>(xr + v * N);
-        A vm = m;
+        A vm = r;
 #pragma unroll
         for (int e = 0; e < N; ++e) vm = max(vm, jk::to_acc(a.v[e]));
-        if (vm > m) {
-            s *= fast_exp(m - vm);
-            m = vm;
+        if (vm > r) {
+            s *= exp_diff(r, vm);
+            r = vm;
         }
+        m = max(m, vm);
 #pragma unroll
-        for (int e = 0; e < N; ++e) s += fast_exp(jk::to_acc(a.v[e]) - m);
+        for (int e = 0; e < N; ++e) s += exp_diff(jk::to_acc(a.v[e]), r);
     }
 
-    // Merge the (max, sum) pairs: across the warp with shuffles, then (block per row) across warps.
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-        merge(m, s, __shfl_xor_sync(0xffffffffu, m, offset), __shfl_xor_sync(0xffffffffu, s, offset));
-    }
-    if constexpr (!WARP) {
-        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-        if (lane == 0) {
-            scratch_m[warp] = m;
-            scratch_s[warp] = s;
-        }
-        __syncthreads();
-        m = -INFINITY;
-        s = 0;
-        for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) merge(m, s, scratch_m[w], scratch_s[w]);
-    }
-    const A inv = A(1) / s;
+    // The row's max, then each partial sum rescaled to it (a thread with no elements adds 0).
+    const A row_max = WARP ? jk::warp_max(m) : jk::block_max(m, scratch);
+    s = m == -INFINITY ? A(0) : s * exp_diff(r, row_max);
+    const A inv = A(1) / (WARP ? jk::warp_sum(s) : jk::block_sum(s, scratch));
 
-    // Pass 2: write exp(x - max) / sum; for the cached vectors, exp(x - m_cached) * exp(m_cached - max) / sum.
-    auto write = [&](int64_t v, const jk::Vec<T, N>& a) {
-        jk::Vec<T, N> r;
+    // exp(x - r_cached) * exp(r_cached - row_max) / sum for the vectors in registers; the rest re-read.
+    const A scale = m == -INFINITY ? A(0) : exp_diff(r_cached, row_max) * inv;
 #pragma unroll
-        for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(fast_exp(jk::to_acc(a.v[e]) - m) * inv);
-        jk::store_vec<N>(o + v * N, r);
-    };
-    const A scale = m_cached == -INFINITY ? A(0) : fast_exp(m_cached - m) * inv;  // -inf: this thread had none
-#pragma unroll
-    for (int k = 0; k < jk::kCached; ++k) {
+    for (int k = 0; k < VPT; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
         if (v < vectors) {
-            jk::Vec<T, N> r;
+            jk::Vec<T, N> y;
 #pragma unroll
-            for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(ex[k][e] * scale);
-            jk::store_vec<N>(o + v * N, r);
+            for (int e = 0; e < N; ++e) y.v[e] = jk::from_acc<T>(ex[k][e] * scale);
+            jk::store_vec<N>(o + v * N, y);
         }
     }
-    for (int64_t v = p.lane + static_cast<int64_t>(jk::kCached) * p.width; v < vectors; v += p.width) {
-        write(v, jk::load_vec<N>(xr + v * N));
+    for (int64_t v = p.lane + static_cast<int64_t>(VPT) * p.width; v < vectors; v += p.width) {
+        const jk::Vec<T, N> a = jk::load_vec<N>(xr + v * N);
+        jk::Vec<T, N> y;
+#pragma unroll
+        for (int e = 0; e < N; ++e) y.v[e] = jk::from_acc<T>(exp_diff(jk::to_acc(a.v[e]), row_max) * inv);
+        jk::store_vec<N>(o + v * N, y);
     }
 }
+
+// Vectors a thread holds: 32 elements' worth (4 of bfloat16, 8 of float32), at most 8, which fits the 64
+// registers that 1024 threads a row allow. Rows longer than 1024 threads hold re-read the rest. On the H200,
+// rows of 4096 (benchmarks/results/2026-12-03-h200-kernels/variants-softmax.md): 32 elements a thread (128
+// threads a row) 97-98% of the copy bandwidth in both dtypes; 16 elements (256 threads) 91-94%.
+template <int N>
+constexpr int kVPT = std::min(8, std::max(1, 32 / N));
 
 template <class T, int N>
 cudaError_t launch(const T* x, T* out, int64_t rows, int64_t width, cudaStream_t stream) {
-    const jk::RowLaunch l = jk::row_launch(rows, width / N);
-    const unsigned blocks = static_cast<unsigned>(l.blocks);
-    if (l.warp_per_row) {
-        softmax_kernel<T, N, true><<<blocks, l.threads, 0, stream>>>(x, out, rows, width);
+    constexpr int vpt = kVPT<N>;
+    const int64_t vectors = width / N;
+    const int threads = static_cast<int>(std::min<int64_t>(1024, jk::ceil_div<int64_t>(jk::ceil_div<int64_t>(vectors, vpt), 32) * 32));
+    if (threads == 32) {  // a warp per row, 8 rows a block
+        const unsigned blocks = static_cast<unsigned>(jk::ceil_div<int64_t>(rows, 8));
+        softmax_kernel<T, N, vpt, true><<<blocks, 256, 0, stream>>>(x, out, rows, width);
     } else {
-        softmax_kernel<T, N, false><<<blocks, l.threads, 0, stream>>>(x, out, rows, width);
+        softmax_kernel<T, N, vpt, false><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, out, rows, width);
     }
     return cudaGetLastError();
 }
+
+}  // namespace
 
 cudaError_t softmax_cuda(jk::DType dtype, const void* x, void* out, int64_t rows, int64_t width, cudaStream_t stream) {
     if (rows == 0 || width == 0) return cudaSuccess;

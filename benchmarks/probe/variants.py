@@ -1,0 +1,88 @@
+"""Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
+production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
+vectors in flight, erff or gelu_fast.cuh. The kernels are kernels/'s own (variants/*.cu include them).
+
+    python benchmarks/probe/variants.py [--out DIR]
+
+Prints one table per kernel and dtype (% of a device copy of the same bytes in the same run).
+"""
+
+import argparse
+import os
+
+import torch
+from torch.utils.cpp_extension import load
+
+import jitload
+from jitload import kernels
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join(HERE, "..", "..", "kernels")
+
+
+def build():
+    flags = ["-O3", "-DJITLOAD_WITH_CUDA"]
+    return load(name="jitload_variants", sources=[os.path.join(HERE, "variants", f)
+                                                   for f in ("variants.cu", "variants_gelu.cu")],
+                extra_include_paths=[os.path.join(KERNELS, d) for d in ("common", "softmax", "bias_gelu")],
+                extra_cflags=flags, extra_cuda_cflags=flags, verbose=False)
+
+
+def run(name, fns, spec, dtypes, sizes, reference, out):
+    for dtype in dtypes:
+        checked = {}
+        x = spec.make_inputs(2**20, dtype, "cuda")
+        want = reference(*x)
+        tol = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-3}[dtype]
+        for label, fn in fns(dtype).items():
+            try:
+                torch.testing.assert_close(fn(*x), want, rtol=tol, atol=tol)
+                checked[label] = fn
+            except Exception as err:  # a variant that is wrong is reported and not timed
+                print(f"{name} {label} {dtype}: FAILED the check: {str(err).splitlines()[0]}")
+        result = jitload.bench(checked, spec.make_inputs, sizes=sizes, dtypes=[dtype], bytes_moved=spec.bytes_moved,
+                               device="cuda", progress=False)
+        table = result.to_markdown()
+        print(f"\n## {name} {dtype}\n\n{table}\n", flush=True)
+        if out:
+            with open(os.path.join(out, f"variants-{name}.md"), "a") as f:
+                f.write(f"\n## {name} {dtype}\n\n{table}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
+    args = parser.parse_args()
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    m = build()
+    sm, bg = kernels.get("softmax"), kernels.get("bias_gelu")
+    sm.build(), bg.build()
+    triton_softmax = sm.baselines(torch.device("cuda")).get("triton")
+
+    def softmax_fns(dtype):
+        fns = {"production": torch.ops.jitload.softmax}
+        for threads in (128, 256, 512, 1024):
+            fns[f"{threads} threads/row"] = lambda x, t=threads: m.softmax_threads(x, t)
+        if triton_softmax:
+            fns["triton"] = triton_softmax
+        fns["eager"] = lambda x: torch.softmax(x, -1)
+        return fns
+
+    def gelu_fns(dtype):
+        fns = {"production": torch.ops.jitload.bias_gelu}
+        fast = [False, True] if dtype != torch.float32 else [False]
+        for f in fast:
+            for u, cap in ((1, 16), (2, 16), (2, 8), (2, 32), (2, 0), (4, 16)):
+                label = f"{'fast' if f else 'erff'} U={u} grid={'%d/SM' % cap if cap else 'all'}"
+                fns[label] = lambda x, b, u=u, f=f, cap=cap: m.bias_gelu_cfg(x, b, u, f, cap)
+        fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
+        return fns
+
+    run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
+    run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
+
+
+if __name__ == "__main__":
+    main()
