@@ -286,7 +286,7 @@ def test_cuda_fast_gelu_rounds_like_torch(built, dtype, approximate):
     want = F.gelu(x, approximate=approximate)
     ulps = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()
     off = (got != want) & (ulps > 1)
-    assert not off.any(), list(zip(x[off][:5].tolist(), got[off][:5].tolist(), want[off][:5].tolist()))
+    assert not off.any(), list(zip(x[off][:5].tolist(), got[off][:5].tolist(), want[off][:5].tolist(), strict=True))
     assert (got == want).float().mean().item() > 0.99
     grad_x, _ = torch.ops.jitload.bias_gelu_backward(torch.ones_like(x), x, torch.zeros_like(x[0]), approximate)
     want_grad = torch.ops.aten.gelu_backward(torch.ones_like(x), x, approximate=approximate)

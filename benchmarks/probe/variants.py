@@ -75,7 +75,7 @@ def main() -> None:
         fast = [False, True] if dtype != torch.float32 else [False]
         for f in fast:
             for u, cap in ((1, 16), (2, 16), (2, 8), (2, 32), (2, 0), (4, 16)):
-                label = f"{'fast' if f else 'erff'} U={u} grid={'%d/SM' % cap if cap else 'all'}"
+                label = f"{'fast' if f else 'erff'} U={u} grid={f'{cap}/SM' if cap else 'all'}"
                 fns[label] = lambda x, b, u=u, f=f, cap=cap: m.bias_gelu_cfg(x, b, u, f, cap)
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
         return fns
