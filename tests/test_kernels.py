@@ -300,12 +300,17 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(built, dtype, approximate):
     exact, exact_grad = _gelu_exact(x, approximate)
     want = exact.to(dtype)
     ulps = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()
-    off = (got != want) & (ulps > 1)
+    tiny = torch.finfo(torch.float32).tiny  # below it (bfloat16 subnormals) the float math flushes to zero
+    flushed = exact.abs() < tiny
+    off = (got != want) & (ulps > 1) & ~flushed
     assert not off.any(), list(zip(x[off][:5].tolist(), got[off][:5].tolist(), want[off][:5].tolist(), strict=True))
+    assert (got[flushed].abs() <= tiny).all()
     assert (got == want).float().mean().item() > 0.99
     grad_x, _ = torch.ops.jitload.bias_gelu_backward(torch.ones_like(x), x, torch.zeros_like(x[0]), approximate)
-    eps = torch.finfo(dtype).eps  # the derivative cancels near x = -0.75 in any float formula: an absolute bound
-    torch.testing.assert_close(grad_x.double(), exact_grad.to(dtype).double(), rtol=eps, atol=1e-6)
+    # The derivative Phi(x) + x phi(x) cancels near x = -0.75, where Phi's 2e-5 relative error (Phi ~ 0.23)
+    # becomes an absolute ~5e-6: an absolute bound of 1e-5 there, one unit in the last place elsewhere.
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(grad_x.double(), exact_grad.to(dtype).double(), rtol=eps, atol=1e-5)
 
 
 @pytest.mark.cuda
