@@ -11,8 +11,6 @@
 #include "gelu_math.h"
 #include "jk_cuda.cuh"
 
-namespace {
-
 template <class T>
 constexpr bool kFast = sizeof(T) == 2;  // float16, bfloat16
 
@@ -147,8 +145,6 @@ cudaError_t launch(jk::DType dtype, const void* grad, const void* x, const void*
                    : launch_n<T, 1, BACKWARD>(g, a, b, z, n, width, tanh, stream);
     });
 }
-
-}  // namespace
 
 cudaError_t bias_gelu_forward_cuda(jk::DType dtype, const void* x, const void* bias, void* out, int64_t rows,
                                    int64_t width, bool tanh, cudaStream_t stream) {

@@ -14,8 +14,6 @@
 #include "jk_rows.cuh"
 #include "softmax.h"
 
-namespace {
-
 // exp(x - r): for float one FFMA and one MUFU (ex2.approx), ~2 ulp plus 1 ulp per unit of |x - r|, well
 // inside float32's check (r * log2 e is rounded once per row, an error common to all its elements that the
 // normalisation cancels). x = -inf gives 0.
@@ -129,8 +127,6 @@ cudaError_t launch(const T* x, T* out, int64_t rows, int64_t width, cudaStream_t
     }
     return cudaGetLastError();
 }
-
-}  // namespace
 
 cudaError_t softmax_cuda(jk::DType dtype, const void* x, void* out, int64_t rows, int64_t width, cudaStream_t stream) {
     if (rows == 0 || width == 0) return cudaSuccess;
