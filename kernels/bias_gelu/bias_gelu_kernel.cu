@@ -98,11 +98,10 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
     }
 }
 
-// Vectors per thread per step and blocks per SM (each thread loops over the rest), the best measured on the
-// H200 (benchmarks/results/2026-12-03-h200-kernels/variants-bias_gelu.md): 16-bit types 2 and 32 (91-92% of
-// the copy bandwidth; one thread per vector pair 83%), float32 1 and 16 (92%). With one vector a step nvcc
-// splits each 16-byte store into 4- or 2-byte ones (st.global.v2.u16 in the PTX); it costs float32 nothing
-// measurable.
+// Vectors per thread per step and blocks per SM (each thread loops over the rest): the best measured on the
+// H200 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-bias_gelu.md). 16-bit types: 2 and
+// 32, 91-92% of the copy bandwidth (one thread per vector pair: 83%). float32: 1 and 16, 92% (2 and 16: 86%),
+// although with one vector a step nvcc splits each 16-byte store into 4-byte ones (st.global.f32 in the PTX).
 template <class T>
 constexpr int kUnroll = sizeof(T) == 2 ? 2 : 1;
 template <class T>

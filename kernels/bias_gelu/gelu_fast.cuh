@@ -3,7 +3,8 @@
 // half-ulp (2.4e-4) and a hundred below bfloat16's, so results round as the exact ones do but for rare ties
 // (tests/test_kernels.py checks every 16-bit value in [-16, 16] against the exact value). A factor below float's
 // smallest normal (1.2e-38) flushes to zero, as ex2/rcp.approx.ftz do, so results below |x| * 1.2e-38
-// (bfloat16 only, x < -10) come out as zero; the derivative, which cancels near x = -0.75 in any float formula, is within 1e-5 there.
+// (bfloat16 only, x < -10) come out as zero. The derivative, which cancels near x = -0.75 in any float
+// formula, is within 1e-5 there.
 // float32/float64 keep gelu_math.h (libm), whose tolerances are tighter than this.
 #pragma once
 #include "jk_cuda.cuh"

@@ -107,9 +107,9 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 }
 
 // Vectors a thread holds: 32 elements' worth (4 of bfloat16, 8 of float32), at most 8, which fits the 64
-// registers that 1024 threads a row allow. Rows longer than 1024 threads hold re-read the rest. On the H200,
-// rows of 4096 (benchmarks/results/2026-12-03-h200-kernels/variants-softmax.md): 32 elements a thread (128
-// threads a row) 97-98% of the copy bandwidth in both dtypes; 16 elements (256 threads) 91-94%.
+// registers that 1024 threads a row allow; rows longer than 1024 threads hold re-read the rest. On the H200,
+// rows of 4096 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-softmax.md): 32 elements a
+// thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16 elements (256 threads) 91-94%.
 // The scalar fallback (odd widths, unaligned rows) holds 4: with 8, ptxas spilled 8-16 bytes to the stack.
 template <int N>
 constexpr int kVPT = N == 1 ? 4 : std::min(8, 32 / N);
@@ -118,7 +118,8 @@ template <class T, int N>
 cudaError_t launch(const T* x, T* out, int64_t rows, int64_t width, cudaStream_t stream) {
     constexpr int vpt = kVPT<N>;
     const int64_t vectors = width / N;
-    const int threads = static_cast<int>(std::min<int64_t>(1024, jk::ceil_div<int64_t>(jk::ceil_div<int64_t>(vectors, vpt), 32) * 32));
+    const int64_t warps = jk::ceil_div<int64_t>(jk::ceil_div<int64_t>(vectors, vpt), 32);
+    const int threads = static_cast<int>(std::min<int64_t>(1024, warps * 32));
     if (threads == 32) {  // a warp per row, 8 rows a block
         const unsigned blocks = static_cast<unsigned>(jk::ceil_div<int64_t>(rows, 8));
         softmax_kernel<T, N, vpt, true><<<blocks, 256, 0, stream>>>(x, out, rows, width);
