@@ -1,6 +1,7 @@
-// How the row kernels (rmsnorm, softmax) split work: a warp per row when a row is short, a block per row
-// otherwise, each thread holding up to kCached 16-byte vectors of its row in registers so that the second
-// pass over the row reads registers, not memory (longer rows re-read the rest, mostly from L2).
+// How rmsnorm splits a row's work: a warp per row when a row is short, a block per row otherwise, each thread
+// holding up to kCached 16-byte vectors of its row in registers so that the second pass over the row reads
+// registers, not memory (longer rows re-read the rest, mostly from L2). softmax sizes its share itself
+// (softmax_kernel.cu); both find their row and lane with row_pos.
 #pragma once
 #include "jk_cuda.cuh"
 

@@ -9,8 +9,6 @@
 // the launch shape: __expf's subnormal handling and a predicate per element for the row's end had made it
 // issue-bound (~48 instructions an element). Now: -inf padding, one FFMA + ex2.approx.ftz per exp, and two
 // cheap reductions (max, then the rescaled sums) instead of merging (max, sum) pairs pairwise.
-#include <cfloat>
-
 #include "jk_rows.cuh"
 #include "softmax.h"
 
