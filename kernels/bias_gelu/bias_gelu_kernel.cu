@@ -107,23 +107,25 @@ constexpr int kUnroll = sizeof(T) == 2 ? 2 : 1;
 template <class T>
 constexpr int kBlocksPerSM = sizeof(T) == 2 ? 32 : 16;
 
-template <class T, int N, bool BACKWARD, bool TANH>
-cudaError_t launch_n(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, cudaStream_t stream) {
+// One launch configuration; benchmarks/probe/variants.cu calls it with others than the defaults.
+// blocks_per_sm = 0: no cap, one thread per U vectors.
+template <class T, int N, bool BACKWARD, bool TANH, int U = kUnroll<T>, bool FAST = kFast<T>>
+cudaError_t launch_config(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, cudaStream_t stream,
+                          int64_t blocks_per_sm = kBlocksPerSM<T>) {
     constexpr int block = jk::kBlock;
-    constexpr int unroll = kUnroll<T>;
-    const int64_t grid = std::min<int64_t>(jk::ceil_div<int64_t>(n / N, int64_t(block) * unroll),
-                                           int64_t(jk::sm_count()) * kBlocksPerSM<T>);
+    int64_t grid = jk::ceil_div<int64_t>(n / N, int64_t(block) * U);
+    if (blocks_per_sm > 0) grid = std::min<int64_t>(grid, int64_t(jk::sm_count()) * blocks_per_sm);
     const int64_t chunk = int64_t(block) * N;
-    const Columns c{width, chunk % width, (grid * chunk * unroll) % width};
-    bias_gelu_kernel<T, N, unroll, BACKWARD, TANH><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, c);
+    const Columns c{width, chunk % width, (grid * chunk * U) % width};
+    bias_gelu_kernel<T, N, U, BACKWARD, TANH, FAST><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, c);
     return cudaGetLastError();
 }
 
 template <class T, int N, bool BACKWARD>
 cudaError_t launch_n(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, bool tanh,
                      cudaStream_t stream) {
-    return tanh ? launch_n<T, N, BACKWARD, true>(g, a, b, z, n, width, stream)
-                : launch_n<T, N, BACKWARD, false>(g, a, b, z, n, width, stream);
+    return tanh ? launch_config<T, N, BACKWARD, true>(g, a, b, z, n, width, stream)
+                : launch_config<T, N, BACKWARD, false>(g, a, b, z, n, width, stream);
 }
 
 template <bool BACKWARD>
