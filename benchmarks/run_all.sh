@@ -7,6 +7,7 @@
 #   kernels      jitload bench --all --compiled (float32 and bfloat16) with a report and plots
 #   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
 #   variants     benchmarks/probe/variants.py: launch configurations of softmax and bias_gelu compared
+#                ($VARIANTS: which of the two, default both)
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
 #   reload       benchmarks/reload.py
 #   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write);
@@ -41,7 +42,7 @@ for part in "${parts[@]}"; do
                | tee "$OUT/kernels.txt" || status=1 ;;
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
-    variants) $PY benchmarks/probe/variants.py --out "$OUT" 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
+    variants) $PY benchmarks/probe/variants.py --out "$OUT" --kernels ${VARIANTS:-softmax bias_gelu} 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
     backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
     resources)
       # cuobjdump: the toolkit's, else the copy Triton ships (CPU-only boxes may have no full toolkit)

@@ -260,12 +260,14 @@ def test_cuda_bias_gelu_variants(built, approximate):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("width", [4096, 1003])
-def test_cuda_bias_gelu_grid_stride_loop(built, width):
-    # The grid is capped (bfloat16: 32 blocks of 256 threads a SM, 2 vectors a thread: 2.2e6 vectors on an
-    # H200) and each thread loops, carrying its bias column across iterations: a wrong column shows as a
-    # wrong value somewhere here. 8 elements a vector at width 4096, 1 at the odd width.
-    n = 2**26
+@pytest.mark.parametrize("width", [4096, 1003, 2**28 + 2**20])
+def test_cuda_bias_gelu_each_launch_path(built, width):
+    # Three kernels: width 4096 takes the rows kernel (a thread keeps one bias vector for 2 rows); the odd
+    # width the flat kernel one element at a time; a row of 2^28 + 2^20 bfloat16 has more 512-vector column
+    # blocks than a grid's y dimension holds (65535), so it takes the flat kernel with 16-byte vectors, whose
+    # grid is capped (32 blocks of 256 threads a SM) and whose threads loop, carrying their bias column
+    # across iterations: a wrong column shows as a wrong value somewhere here.
+    n = max(2**26, width)
     x = torch.randn(n // width, width, dtype=torch.bfloat16, device="cuda")
     bias = torch.randn(width, dtype=torch.bfloat16, device="cuda")
     for approximate in ("none", "tanh"):
@@ -308,6 +310,8 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(built, dtype, approximate):
     assert not off.any(), list(zip(x[off][:5].tolist(), got[off][:5].tolist(), want[off][:5].tolist(), strict=True))
     assert (got[flushed].abs() <= tiny).all()
     assert (got == want).float().mean().item() > 0.99
+    nan = torch.full((1, 8), float("nan"), dtype=dtype, device="cuda")
+    assert torch.ops.jitload.bias_gelu(nan, torch.zeros(8, dtype=dtype, device="cuda"), approximate).isnan().all()
     grad_x, _ = torch.ops.jitload.bias_gelu_backward(torch.ones_like(x), x, torch.zeros_like(x[0]), approximate)
     # The derivative Phi(x) + x phi(x) cancels near x = -0.75, where Phi's 2e-5 relative error (Phi ~ 0.23)
     # becomes an absolute ~5e-6: an absolute bound of 1e-5 there, one unit in the last place elsewhere.

@@ -28,15 +28,16 @@ def fit(degree: int, p: float) -> tuple[float, np.ndarray]:
 
 
 def gelu_f32(x: np.ndarray, p: float, c: np.ndarray) -> np.ndarray:
-    """The kernel's arithmetic, step by step in float32."""
+    """The kernel's arithmetic (gelu_fast::erf), step by step in float32: max(x, 0) - |x| h."""
     f = np.float32
-    t = np.minimum(np.abs(x) * f(0.70710678), f(20))
-    w = f(1) / (f(1) + f(p) * t)
-    q = np.zeros_like(w)
-    for k in reversed(range(len(c))):
-        q = q * w + f(c[k])
-    h = q * w * np.exp(-(t * t)).astype(np.float32)
-    return x * np.where(x >= 0, f(1) - h, h)
+    a = np.abs(x)
+    with np.errstate(over="ignore"):
+        w = f(1) / (f(1) + f(p * 0.70710678118654752) * a)
+        q = np.full_like(w, f(c[-1]))
+        for k in reversed(range(len(c) - 1)):
+            q = q * w + f(c[k])
+        e = np.exp2(a * (a * f(-0.5 * 1.4426950408889634))).astype(np.float32)
+    return np.maximum(x, f(0)) - a * (q * w * e)
 
 
 def main() -> None:

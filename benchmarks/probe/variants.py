@@ -1,8 +1,8 @@
 """Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
 production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
-vectors in flight, erff or gelu_fast.cuh. The kernels are kernels/'s own (variants/*.cu include them).
+vectors in flight, rows a thread. The kernels are kernels/'s own (variants/*.cu include them).
 
-    python benchmarks/probe/variants.py [--out DIR]
+    python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu]
 
 Prints one table per kernel and dtype (% of a device copy of the same bytes in the same run).
 """
@@ -52,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
     parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
+    parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"], choices=["softmax", "bias_gelu"])
     args = parser.parse_args()
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -59,6 +60,7 @@ def main() -> None:
     sm, bg = kernels.get("softmax"), kernels.get("bias_gelu")
     sm.build(), bg.build()
     triton_softmax = sm.baselines(torch.device("cuda")).get("triton")
+    triton_gelu = bg.baselines(torch.device("cuda")).get("triton")
 
     def softmax_fns(dtype):
         fns = {"production": torch.ops.jitload.softmax}
@@ -71,16 +73,24 @@ def main() -> None:
 
     def gelu_fns(dtype):
         fns = {"production": torch.ops.jitload.bias_gelu}
-        fast = [False, True] if dtype != torch.float32 else [False]
-        for f in fast:
-            for u, cap in ((1, 16), (2, 16), (2, 8), (2, 32), (2, 0), (4, 16)):
-                label = f"{'fast' if f else 'erff'} U={u} grid={f'{cap}/SM' if cap else 'all'}"
-                fns[label] = lambda x, b, u=u, f=f, cap=cap: m.bias_gelu_cfg(x, b, u, f, cap)
+        fast = dtype != torch.float32  # float32 keeps libm's erff
+        for u, cap in ((1, 32), (2, 32), (4, 32)):
+            label = f"flat {'fast' if fast else 'erff'} U={u} grid={f'{cap}/SM' if cap else 'all'}"
+            fns[label] = lambda x, b, u=u, cap=cap: m.bias_gelu_cfg(x, b, u, fast, cap)
+        for k in (1, 2, 4):
+            for block in (128, 256, 512):
+                fns[f"rows K={k} block={block}"] = lambda x, b, k=k, block=block: m.bias_gelu_rows(x, b, k, block)
+        for k, block in ((2, 256), (4, 256), (4, 128), (2, 512)):
+            fns[f"cols K={k} block={block}"] = lambda x, b, k=k, block=block: m.bias_gelu_cols(x, b, k, block)
+        if triton_gelu:
+            fns["triton"] = triton_gelu
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
         return fns
 
-    run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
-    run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
+    if "softmax" in args.kernels:
+        run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
+    if "bias_gelu" in args.kernels:
+        run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 // bias_gelu: out = gelu(x + bias) in one pass (eager torch makes two: the add writes x + bias, gelu reads it).
-// Flat over rows * width elements in 16-byte vectors; a vector never straddles two rows when width is a
-// multiple of the vector length, so its bias is one aligned vector load too. Otherwise: one element a thread.
+// Rows of whole 16-byte vectors (width % N == 0, aligned) take bias_gelu_rows_kernel: a thread keeps one bias
+// vector for K rows. Otherwise (or for a row too wide for the grid) the flat kernel runs over rows * width
+// elements, one element a thread (or in 16-byte vectors), carrying each thread's bias column as it loops.
 //
 // For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
 // instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
 // Compute: SM 77%, DRAM 49%). Those dtypes use gelu_fast.cuh instead, exact to 2e-5 relative (ten times
-// below float16's half-ulp); float32 and float64 keep the libm functions.
+// below float16's half-ulp); float32 and float64 keep the libm functions. Even so the 16-bit kernels issue
+// an instruction in ~80% of cycles (Nsight Compute, benchmarks/results/2026-12-03-h200-kernels/run6-*), so
+// every instruction an element counts: see add_bias and the rows kernel.
 #include "bias_gelu.h"
 #include "gelu_fast.cuh"
 #include "gelu_math.h"
@@ -27,8 +30,18 @@ __device__ __forceinline__ void add_bias(const jk::Vec<T, N>& x, const jk::Vec<T
 #pragma unroll
         for (int e = 0; e < N; e += 2) {
             const P sum = __hadd2(xp[e / 2], bp[e / 2]);
-            u[e] = jk::to_acc(sum.x);
-            u[e + 1] = jk::to_acc(sum.y);
+            if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+                // a bfloat16 is a float's high half: one shift or one mask a value, where .x/.y and
+                // __bfloat162float cost a byte permute and a shift for the high one
+                uint32_t bits;
+                memcpy(&bits, &sum, sizeof bits);
+                u[e] = __uint_as_float(bits << 16);
+                u[e + 1] = __uint_as_float(bits & 0xffff0000u);
+            } else {
+                const float2 f = __half22float2(sum);
+                u[e] = f.x;
+                u[e + 1] = f.y;
+            }
         }
     } else {
 #pragma unroll
@@ -90,7 +103,11 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
                 jk::Vec<T, N> r;
 #pragma unroll
                 for (int e = 0; e < N; ++e) r.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? gv[u].v[e] : T{});
-                jk::store_vec<N>(out + j, r);
+                if constexpr (sizeof(r) == 16) {
+                    jk::store_vec_global<N>(out + j, r);
+                } else {
+                    jk::store_vec<N>(out + j, r);
+                }
             }
         }
         col += c.jump;
@@ -98,10 +115,69 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
     }
 }
 
-// Vectors per thread per step and blocks per SM (each thread loops over the rest): the best measured on the
-// H200 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-bias_gelu.md). 16-bit types: 2 and
-// 32, 91-92% of the copy bandwidth (one thread per vector pair: 83%). float32: 1 and 16, 92% (2 and 16: 86%),
-// although with one vector a step nvcc splits each 16-byte store into 4-byte ones (st.global.f32 in the PTX).
+// The kernel for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns one column
+// vector in K consecutive rows, so it loads its bias vector once and needs no column arithmetic, and its K
+// loads are all in flight before it computes. blockIdx.y picks the block of columns, blockIdx.x the K rows:
+// no division anywhere (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a
+// cost that made one thread per vector the slowest launch in bfloat16).
+template <class T, int N, int K, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
+__global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
+                                      T* __restrict__ out, int64_t rows, int64_t width) {
+    const int64_t col = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * N;
+    if (col >= width) return;
+    const jk::Vec<T, N> b = jk::load_vec<N>(bias + col);
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * K;
+    jk::Vec<T, N> xv[K], gv[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int64_t r = row + k;
+        if (r < rows) {
+            xv[k] = jk::load_vec<N>(x + r * width + col);
+            if constexpr (BACKWARD) gv[k] = jk::load_vec<N>(grad + r * width + col);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int64_t r = row + k;
+        if (r < rows) {
+            jk::acc_t<T> a[N];
+            add_bias(xv[k], b, a);
+            jk::Vec<T, N> y;
+#pragma unroll
+            for (int e = 0; e < N; ++e) y.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? gv[k].v[e] : T{});
+            jk::store_vec_global<N>(out + r * width + col, y);
+        }
+    }
+}
+
+// K rows a thread; each of a warp's K loads is one coalesced stretch of a row. Needs width % N == 0 and 16-byte alignment; false if the grid would not fit (the caller
+// then takes the flat kernel).
+// Rows a thread and threads a block: the best measured on the H200 (run 7 in
+// benchmarks/results/2026-12-03-h200-kernels/): 16-bit 2 rows, 512 threads, 97-98% of the copy bandwidth
+// (4 rows: 95-97%; 1 row: 92-95%); float32 2 rows, 256 threads, 95-96% (512 threads: 94%).
+template <class T>
+constexpr int kRows = 2;
+template <class T>
+constexpr int kRowsBlock = sizeof(T) == 2 ? 512 : 256;
+
+template <class T, int N, bool BACKWARD, bool TANH, int K = kRows<T>, bool FAST = kFast<T>>
+bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t width, cudaStream_t stream,
+                 cudaError_t& err, int block = kRowsBlock<T>) {
+    const int64_t vectors = width / N;
+    const int64_t col_blocks = jk::ceil_div<int64_t>(vectors, block);
+    const int64_t groups = jk::ceil_div<int64_t>(rows, K);
+    if (col_blocks > 65535 || groups > 0x7fffffff) return false;
+    bias_gelu_rows_kernel<T, N, K, BACKWARD, TANH, FAST>
+        <<<dim3(static_cast<unsigned>(groups), static_cast<unsigned>(col_blocks)), block, 0, stream>>>(
+            g, a, b, z, rows, width);
+    err = cudaGetLastError();
+    return true;
+}
+
+// The flat kernel's vectors per thread per step and blocks per SM (each thread loops over the rest): the best
+// measured on the H200 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-bias_gelu.md), before
+// the rows kernel took the common case. 16-bit types: 2 and 32, 91-92% of the copy bandwidth (one thread per
+// vector pair: 83%, its 64-bit modulo costs ~100 instructions). float32: 1 and 16, 92% (2 and 16: 86%).
 template <class T>
 constexpr int kUnroll = sizeof(T) == 2 ? 2 : 1;
 template <class T>
@@ -142,8 +218,13 @@ cudaError_t launch(jk::DType dtype, const void* grad, const void* x, const void*
         constexpr int N = jk::kVec<T>;
         const bool vec = width % N == 0 && jk::aligned16(a) && jk::aligned16(b) && jk::aligned16(z) &&
                          (!BACKWARD || jk::aligned16(g));
-        return vec ? launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream)
-                   : launch_n<T, 1, BACKWARD>(g, a, b, z, n, width, tanh, stream);
+        if (vec) {
+            cudaError_t err;
+            const bool done = tanh ? launch_rows<T, N, BACKWARD, true>(g, a, b, z, rows, width, stream, err)
+                                   : launch_rows<T, N, BACKWARD, false>(g, a, b, z, rows, width, stream, err);
+            return done ? err : launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream);
+        }
+        return launch_n<T, 1, BACKWARD>(g, a, b, z, n, width, tanh, stream);
     });
 }
 

@@ -4,10 +4,12 @@ Ops: ``torch.ops.jitload.bias_gelu(x, bias, approximate="none")`` (C++ autograd)
 ``bias_gelu_backward(grad, x, bias, approximate)`` -> (grad_x, grad_bias).
 """
 
+import importlib.util
+
 import torch
 import torch.nn.functional as F
 
-from jitload.kernels import row_shape
+from jitload.kernels import row_shape, sibling
 
 NAME = "bias_gelu"
 SOURCES = ["bias_gelu.cpp", "bias_gelu_cpu.cpp"]
@@ -21,6 +23,13 @@ GRAD = True
 
 def candidates(ext) -> dict:
     return {"bias_gelu": torch.ops.jitload.bias_gelu}
+
+
+def baselines(device: torch.device) -> dict:
+    """Triton's version, where Triton and a GPU exist (timed, and checked like ours)."""
+    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
+        return {}
+    return {"triton": sibling(__file__, "triton_bias_gelu").bias_gelu}
 
 
 def reference_bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "jk.h"
@@ -56,6 +57,19 @@ __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
 template <int N, class T>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
     *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+// store_vec of a 16-byte vector to global memory as one st.global.v4, forced by inline PTX: nvcc split a plain
+// copy of a Vec<float, 4> whose elements came from branchy code (libm's erff in bias_gelu) into four
+// st.global.f32, four times the store instructions. CUDA's __stwb would do it too, but as a .STRONG.SM
+// store. The "memory" clobber keeps it ordered with the thread's other accesses.
+template <int N, class T>
+__device__ __forceinline__ void store_vec_global(T* p, const Vec<T, N>& v) {
+    static_assert(sizeof(Vec<T, N>) == 16, "store_vec_global stores 16-byte vectors");
+    uint4 b;
+    memcpy(&b, &v, sizeof b);
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w)
+                 : "memory");
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
