@@ -1,6 +1,6 @@
 """Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
 production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
-vectors in flight, rows a thread. The kernels are kernels/'s own (variants/*.cu include them).
+vectors in flight, column vectors and rows a thread. The kernels are kernels/'s own (variants/*.cu include them).
 
     python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu]
 
@@ -52,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="")
     parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
+    parser.add_argument("--repeat", type=int, default=1, help="time each kernel's table this many times")
     parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"], choices=["softmax", "bias_gelu"])
     args = parser.parse_args()
     if args.out:
@@ -77,11 +78,10 @@ def main() -> None:
         for u, cap in ((1, 32), (2, 32), (4, 32)):
             label = f"flat {'fast' if fast else 'erff'} U={u} grid={f'{cap}/SM' if cap else 'all'}"
             fns[label] = lambda x, b, u=u, cap=cap: m.bias_gelu_cfg(x, b, u, fast, cap)
-        for k in (1, 2, 4):
-            for block in (128, 256, 512):
-                fns[f"rows K={k} block={block}"] = lambda x, b, k=k, block=block: m.bias_gelu_rows(x, b, k, block)
-        for k, block in ((2, 256), (4, 256), (4, 128), (2, 512)):
-            fns[f"cols K={k} block={block}"] = lambda x, b, k=k, block=block: m.bias_gelu_cols(x, b, k, block)
+        for c, k, block in ((1, 2, 512), (1, 2, 256), (1, 4, 512), (1, 1, 128), (2, 1, 256), (2, 2, 256),
+                            (4, 1, 256), (4, 1, 128), (2, 1, 512)):
+            fns[f"tile C={c} K={k} block={block}"] = lambda x, b, c=c, k=k, block=block: m.bias_gelu_tile(
+                x, b, c, k, block)
         if triton_gelu:
             fns["triton"] = triton_gelu
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
@@ -90,7 +90,8 @@ def main() -> None:
     if "softmax" in args.kernels:
         run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
     if "bias_gelu" in args.kernels:
-        run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
+        for _ in range(args.repeat):  # repeated tables show the spread between runs of the same kernels
+            run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
 
 
 if __name__ == "__main__":

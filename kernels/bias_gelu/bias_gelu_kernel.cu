@@ -1,6 +1,6 @@
 // bias_gelu: out = gelu(x + bias) in one pass (eager torch makes two: the add writes x + bias, gelu reads it).
-// Rows of whole 16-byte vectors (width % N == 0, aligned) take bias_gelu_rows_kernel: a thread keeps one bias
-// vector for K rows. Otherwise (or for a row too wide for the grid) the flat kernel runs over rows * width
+// Rows of whole 16-byte vectors (width % N == 0, aligned) take bias_gelu_rows_kernel: a thread keeps its bias
+// vectors for all the rows it computes. Otherwise (or for a row too wide for the grid) the flat kernel runs over rows * width
 // elements, one element a thread (or in 16-byte vectors), carrying each thread's bias column as it loops.
 //
 // For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
@@ -115,59 +115,77 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
     }
 }
 
-// The kernel for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns one column
-// vector in K consecutive rows, so it loads its bias vector once and needs no column arithmetic, and its K
-// loads are all in flight before it computes. blockIdx.y picks the block of columns, blockIdx.x the K rows:
-// no division anywhere (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a
-// cost that made one thread per vector the slowest launch in bfloat16).
-template <class T, int N, int K, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
+// The kernel for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns C column
+// vectors (blockDim apart, so each of a warp's loads is one coalesced stretch) in K consecutive rows. It loads
+// its C bias vectors once and needs no column arithmetic, and its C * K loads are all in flight before it
+// computes. blockIdx.y picks the stretch of blockDim * C vectors, blockIdx.x the K rows: no division anywhere
+// (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a cost that made one thread per vector
+// the slowest launch in bfloat16).
+template <class T, int N, int C, int K, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
 __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
                                       T* __restrict__ out, int64_t rows, int64_t width) {
-    const int64_t col = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * N;
-    if (col >= width) return;
-    const jk::Vec<T, N> b = jk::load_vec<N>(bias + col);
+    const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * C + threadIdx.x) * N;
+    const int64_t apart = static_cast<int64_t>(blockDim.x) * N;
     const int64_t row = static_cast<int64_t>(blockIdx.x) * K;
-    jk::Vec<T, N> xv[K], gv[K];
+    jk::Vec<T, N> b[C], xv[K][C], gv[K][C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const int64_t col = first + c * apart;
+        if (col < width) b[c] = jk::load_vec<N>(bias + col);
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        const int64_t r = row + k;
-        if (r < rows) {
-            xv[k] = jk::load_vec<N>(x + r * width + col);
-            if constexpr (BACKWARD) gv[k] = jk::load_vec<N>(grad + r * width + col);
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int64_t col = first + c * apart;
+            if (row + k < rows && col < width) {
+                const int64_t at = (row + k) * width + col;
+                xv[k][c] = jk::load_vec<N>(x + at);
+                if constexpr (BACKWARD) gv[k][c] = jk::load_vec<N>(grad + at);
+            }
         }
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        const int64_t r = row + k;
-        if (r < rows) {
-            jk::acc_t<T> a[N];
-            add_bias(xv[k], b, a);
-            jk::Vec<T, N> y;
 #pragma unroll
-            for (int e = 0; e < N; ++e) y.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? gv[k].v[e] : T{});
-            jk::store_vec_global<N>(out + r * width + col, y);
+        for (int c = 0; c < C; ++c) {
+            const int64_t col = first + c * apart;
+            if (row + k < rows && col < width) {
+                jk::acc_t<T> a[N];
+                add_bias(xv[k][c], b[c], a);
+                jk::Vec<T, N> y;
+#pragma unroll
+                for (int e = 0; e < N; ++e) {
+                    y.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? gv[k][c].v[e] : T{});
+                }
+                jk::store_vec_global<N>(out + (row + k) * width + col, y);
+            }
         }
     }
 }
 
-// K rows a thread; each of a warp's K loads is one coalesced stretch of a row. Needs width % N == 0 and 16-byte alignment; false if the grid would not fit (the caller
-// then takes the flat kernel).
-// Rows a thread and threads a block: the best measured on the H200 (run 7 in
-// benchmarks/results/2026-12-03-h200-kernels/): 16-bit 2 rows, 512 threads, 97-98% of the copy bandwidth
-// (4 rows: 95-97%; 1 row: 92-95%); float32 2 rows, 256 threads, 95-96% (512 threads: 94%).
-template <class T>
-constexpr int kRows = 2;
+// Column vectors and rows a thread, and threads a block: the best measured on the H200 (runs 7-9 in
+// benchmarks/results/2026-12-03-h200-kernels/). 16-bit: 1 x 2 rows, 512 threads, 97-98% of the copy
+// bandwidth (4 rows: 95-97%; 1 row: 92-95%). float32's forward: 4 vectors of one row, 256 threads (Triton's
+// layout), 95.5-98%, against 94-96% for 1 x 2 rows; its backward keeps 1 x 2 rows (93-98%), since 4 vectors
+// with their grads take 76 registers.
+template <class T, bool BACKWARD>
+constexpr int kCols = sizeof(T) == 4 && !BACKWARD ? 4 : 1;
+template <class T, bool BACKWARD>
+constexpr int kRows = sizeof(T) == 4 && !BACKWARD ? 1 : 2;
 template <class T>
 constexpr int kRowsBlock = sizeof(T) == 2 ? 512 : 256;
 
-template <class T, int N, bool BACKWARD, bool TANH, int K = kRows<T>, bool FAST = kFast<T>>
+// Needs width % N == 0 and 16-byte alignment; false if the grid would not fit (the caller then takes the flat
+// kernel).
+template <class T, int N, bool BACKWARD, bool TANH, int C = kCols<T, BACKWARD>, int K = kRows<T, BACKWARD>,
+          bool FAST = kFast<T>>
 bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t width, cudaStream_t stream,
                  cudaError_t& err, int block = kRowsBlock<T>) {
-    const int64_t vectors = width / N;
-    const int64_t col_blocks = jk::ceil_div<int64_t>(vectors, block);
+    const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, int64_t(block) * C);
     const int64_t groups = jk::ceil_div<int64_t>(rows, K);
     if (col_blocks > 65535 || groups > 0x7fffffff) return false;
-    bias_gelu_rows_kernel<T, N, K, BACKWARD, TANH, FAST>
+    bias_gelu_rows_kernel<T, N, C, K, BACKWARD, TANH, FAST>
         <<<dim3(static_cast<unsigned>(groups), static_cast<unsigned>(col_blocks)), block, 0, stream>>>(
             g, a, b, z, rows, width);
     err = cudaGetLastError();

@@ -26,12 +26,11 @@ torch::Tensor bias_gelu_cfg(torch::Tensor x, torch::Tensor bias, int64_t u, bool
     return out;
 }
 
-// gelu(x + bias) with bias_gelu_rows_kernel: K rows a thread, block threads a block.
-torch::Tensor bias_gelu_rows(torch::Tensor x, torch::Tensor bias, int64_t k, int64_t block) {
+// gelu(x + bias) with bias_gelu_rows_kernel: C column vectors in K rows a thread, block threads a block.
+torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k, int64_t block) {
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
-    TORCH_CHECK(k == 1 || k == 2 || k == 4, "k must be 1, 2 or 4, got ", k);
-    jk::check_launch("bias_gelu_rows", jk::dispatch_cuda(jk::dtype_of("bias_gelu_rows", x), [&](auto tag) {
+    jk::check_launch("bias_gelu_tile", jk::dispatch_cuda(jk::dtype_of("bias_gelu_tile", x), [&](auto tag) {
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
         TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
@@ -41,67 +40,16 @@ torch::Tensor bias_gelu_rows(torch::Tensor x, torch::Tensor bias, int64_t k, int
         const auto s = jk::stream();
         cudaError_t err = cudaSuccess;
         const int bl = static_cast<int>(block);
-        const bool done =
-            k == 1   ? launch_rows<T, N, false, false, 1>(nullptr, a, b, z, rows, width, s, err, bl)
-            : k == 2 ? launch_rows<T, N, false, false, 2>(nullptr, a, b, z, rows, width, s, err, bl)
-                     : launch_rows<T, N, false, false, 4>(nullptr, a, b, z, rows, width, s, err, bl);
-        TORCH_CHECK(done, "bias_gelu_rows: the grid does not fit");
+        bool done = false;
+        if (c == 1 && k == 1) done = launch_rows<T, N, false, false, 1, 1>(nullptr, a, b, z, rows, width, s, err, bl);
+        else if (c == 1 && k == 2) done = launch_rows<T, N, false, false, 1, 2>(nullptr, a, b, z, rows, width, s, err, bl);
+        else if (c == 1 && k == 4) done = launch_rows<T, N, false, false, 1, 4>(nullptr, a, b, z, rows, width, s, err, bl);
+        else if (c == 2 && k == 1) done = launch_rows<T, N, false, false, 2, 1>(nullptr, a, b, z, rows, width, s, err, bl);
+        else if (c == 2 && k == 2) done = launch_rows<T, N, false, false, 2, 2>(nullptr, a, b, z, rows, width, s, err, bl);
+        else if (c == 4 && k == 1) done = launch_rows<T, N, false, false, 4, 1>(nullptr, a, b, z, rows, width, s, err, bl);
+        else TORCH_CHECK(false, "(c, k) must be one of (1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1), got (", c, ", ", k, ")");
+        TORCH_CHECK(done, "bias_gelu_tile: the grid does not fit");
         return err;
-    }));
-    return out;
-}
-
-// Triton's layout, for comparison with the rows kernel: a thread takes K vectors of one row, block vectors
-// apart (blockIdx.x the row, blockIdx.y the stretch of block * K vectors), and loads a bias vector for each.
-template <class T, int N, int K>
-__global__ void bias_gelu_cols_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ out,
-                                      int64_t width) {
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * width;
-    const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * K + threadIdx.x) * N;
-    const int64_t step = static_cast<int64_t>(blockDim.x) * N;
-    jk::Vec<T, N> xv[K], bv[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int64_t col = first + k * step;
-        if (col < width) {
-            xv[k] = jk::load_vec<N>(x + row + col);
-            bv[k] = jk::load_vec<N>(bias + col);
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int64_t col = first + k * step;
-        if (col < width) {
-            jk::acc_t<T> a[N];
-            add_bias(xv[k], bv[k], a);
-            jk::Vec<T, N> y;
-#pragma unroll
-            for (int e = 0; e < N; ++e) y.v[e] = apply<T, false, false, kFast<T>>(a[e], T{});
-            jk::store_vec_global<N>(out + row + col, y);
-        }
-    }
-}
-
-torch::Tensor bias_gelu_cols(torch::Tensor x, torch::Tensor bias, int64_t k, int64_t block) {
-    auto out = torch::empty_like(x);
-    const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
-    TORCH_CHECK(k == 2 || k == 4, "k must be 2 or 4, got ", k);
-    jk::check_launch("bias_gelu_cols", jk::dispatch_cuda(jk::dtype_of("bias_gelu_cols", x), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        constexpr int N = jk::kVec<T>;
-        TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
-        if (rows == 0) return cudaSuccess;
-        const T* a = static_cast<const T*>(x.data_ptr());
-        const T* b = static_cast<const T*>(bias.data_ptr());
-        T* z = static_cast<T*>(out.data_ptr());
-        const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(jk::ceil_div<int64_t>(width / N, block * k)));
-        const auto s = jk::stream();
-        if (k == 2) {
-            bias_gelu_cols_kernel<T, N, 2><<<grid, static_cast<unsigned>(block), 0, s>>>(a, b, z, width);
-        } else {
-            bias_gelu_cols_kernel<T, N, 4><<<grid, static_cast<unsigned>(block), 0, s>>>(a, b, z, width);
-        }
-        return cudaGetLastError();
     }));
     return out;
 }
@@ -111,6 +59,5 @@ torch::Tensor softmax_threads(torch::Tensor x, int64_t threads);
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("softmax_threads", &softmax_threads);
     m.def("bias_gelu_cfg", &bias_gelu_cfg);
-    m.def("bias_gelu_rows", &bias_gelu_rows);
-    m.def("bias_gelu_cols", &bias_gelu_cols);
+    m.def("bias_gelu_tile", &bias_gelu_tile);
 }
