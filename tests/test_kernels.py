@@ -260,19 +260,22 @@ def test_cuda_bias_gelu_variants(built, approximate):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("width", [4096, 1003, 2**28 + 2**20])
-def test_cuda_bias_gelu_each_launch_path(built, width):
-    # Three kernels: width 4096 takes the rows kernel (a thread keeps one bias vector for 2 rows); the odd
-    # width the flat kernel one element at a time; a row of 2^28 + 2^20 bfloat16 has more 512-vector column
-    # blocks than a grid's y dimension holds (65535), so it takes the flat kernel with 16-byte vectors, whose
-    # grid is capped (32 blocks of 256 threads a SM) and whose threads loop, carrying their bias column
-    # across iterations: a wrong column shows as a wrong value somewhere here.
+@pytest.mark.parametrize(("dtype", "width"), [(torch.bfloat16, 4096), (torch.bfloat16, 1003),
+                                              (torch.bfloat16, 2**28 + 2**20), (torch.float32, 4096 + 4)])
+def test_cuda_bias_gelu_each_launch_path(built, dtype, width):
+    # Three kernels: width 4096 takes the rows kernel (in bfloat16 a thread keeps one bias vector for 2 rows);
+    # the odd width the flat kernel one element at a time; a row of 2^28 + 2^20 bfloat16 has more 512-vector
+    # column blocks than a grid's y dimension holds (65535), so it takes the flat kernel with 16-byte vectors,
+    # whose grid is capped (32 blocks of 256 threads a SM) and whose threads loop, carrying their bias column
+    # across iterations: a wrong column shows as a wrong value somewhere here. float32 at 4100: the rows
+    # kernel's 4 vectors a thread with a row that ends inside a block's stretch of 1024 vectors.
     n = max(2**26, width)
-    x = torch.randn(n // width, width, dtype=torch.bfloat16, device="cuda")
-    bias = torch.randn(width, dtype=torch.bfloat16, device="cuda")
+    x = torch.randn(n // width, width, dtype=dtype, device="cuda")
+    bias = torch.randn(width, dtype=dtype, device="cuda")
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}  # float32: assert_close's own
     for approximate in ("none", "tanh"):
         expected = F.gelu(x + bias, approximate=approximate)
-        torch.testing.assert_close(torch.ops.jitload.bias_gelu(x, bias, approximate), expected, rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(torch.ops.jitload.bias_gelu(x, bias, approximate), expected, **tol)
 
 
 def _gelu_exact(x: torch.Tensor, approximate: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,7 +1,8 @@
 // bias_gelu: out = gelu(x + bias) in one pass (eager torch makes two: the add writes x + bias, gelu reads it).
 // Rows of whole 16-byte vectors (width % N == 0, aligned) take bias_gelu_rows_kernel: a thread keeps its bias
-// vectors for all the rows it computes. Otherwise (or for a row too wide for the grid) the flat kernel runs over rows * width
-// elements, one element a thread (or in 16-byte vectors), carrying each thread's bias column as it loops.
+// vectors for all the rows it computes. Otherwise (or for a row too wide for the grid) the flat kernel runs
+// over rows * width elements, one element a thread (or in 16-byte vectors), carrying each thread's bias
+// column as it loops.
 //
 // For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
 // instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
