@@ -8,6 +8,8 @@
 #   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
 #   variants     benchmarks/probe/variants.py: launch configurations of softmax and bias_gelu compared
 #                ($VARIANTS: which of the two, default both)
+#   inductor     benchmarks/probe/inductor_gelu.py in $INDUCTOR_RUNS (default 3) fresh processes: torch.compile's
+#                float32 bias_gelu beside ours, with Inductor's generated code and autotune choice
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
 #   reload       benchmarks/reload.py
 #   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write);
@@ -43,6 +45,10 @@ for part in "${parts[@]}"; do
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
     variants) $PY benchmarks/probe/variants.py --out "$OUT" --kernels ${VARIANTS:-softmax bias_gelu} 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
+    inductor)
+      for i in $(seq "${INDUCTOR_RUNS:-3}"); do
+        $PY benchmarks/probe/inductor_gelu.py --out "$OUT/inductor" 2>&1 | tee -a "$OUT/inductor.txt" || status=1
+      done ;;
     backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
     resources)
       # cuobjdump: the toolkit's, else the copy Triton ships (CPU-only boxes may have no full toolkit)

@@ -1,9 +1,12 @@
-"""Time torch.compile's gelu(x + bias) in this process and save the Triton code Inductor generated for it.
+"""Time torch.compile's gelu(x + bias) beside jitload's op in this process; save Inductor's Triton code for it.
 
 torch.compile's float32 bias_gelu ran at 85% of the copy bandwidth in some H200 processes and 99-100% in others
 (benchmarks/results/2026-12-03-h200-kernels/); running this a few times, each in a fresh process, pairs each
-speed with the code that produced it. Written 2026-12-03 after the session's GPU time ran out: run on CPU only
-(where Inductor writes C++, so nothing is saved), not yet on a GPU.
+speed with the code that produced it. A guess to test, from reading Inductor's pointwise heuristic (torch 2.14's
+torch/_inductor/heuristics/triton_codegen/pointwise.py): a 1-D pointwise kernel is autotuned between two configs,
+XBLOCK=1024 with 4 warps (two 16-byte vectors a thread) and XBLOCK=512 with 8 warps (two elements a thread), so
+a close benchmark can pick either in a given process; the saved .best_config says which one ran. Not yet run on a
+GPU (the sessions' GPU time ran out twice); on CPU Inductor writes C++ and nothing is saved.
 
     python benchmarks/probe/inductor_gelu.py --out DIR [--dtype float32] [--size 67108864] [--device cuda]
 """
@@ -31,15 +34,23 @@ def main() -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # a fresh cache: this process compiles, and its code is findable
     kernel = kernels.get("bias_gelu")
     # the same inputs, bytes and torch.compile entry as `jitload bench bias_gelu --compiled`
-    result = jitload.bench({}, kernel.spec.make_inputs, sizes=[args.size], dtypes=[getattr(torch, args.dtype)],
+    kernel.build()
+    result = jitload.bench({"jitload": torch.ops.jitload.bias_gelu}, kernel.spec.make_inputs, sizes=[args.size],
+                           dtypes=[getattr(torch, args.dtype)],
                            bytes_moved=kernel.spec.bytes_moved, device=args.device, eager=kernel.reference,
                            compiled=True, progress=False)
     os.makedirs(args.out, exist_ok=True)
     tag = str(os.getpid())
-    generated = [p for p in glob.glob(os.path.join(cache, "**", "*.py"), recursive=True) if "triton_" in open(p).read()]
-    for i, path in enumerate(generated):
-        shutil.copy(path, os.path.join(args.out, f"inductor-{tag}-{i}.py"))
-    print(f"process {tag}: {len(generated)} generated file(s) saved as inductor-{tag}-*.py\n{result.to_markdown()}")
+    files = glob.glob(os.path.join(cache, "**", "*"), recursive=True)
+    generated = [p for p in files if p.endswith(".py") and "triton_" in open(p).read()]
+    # .best_config: the launch configuration Triton's autotuner chose in this process, if it had several
+    chosen = [p for p in files if p.endswith(".best_config")]
+    for i, path in enumerate(generated + chosen):
+        shutil.copy(path, os.path.join(args.out, f"inductor-{tag}-{i}{os.path.splitext(path)[1]}"))
+    for path in chosen:
+        print(f"{os.path.basename(path)}: {open(path).read()}")
+    print(f"process {tag}: {len(generated)} generated file(s), {len(chosen)} autotune choice(s) saved as "
+          f"inductor-{tag}-*\n{result.to_markdown()}")
 
 
 if __name__ == "__main__":

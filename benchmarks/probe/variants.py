@@ -1,6 +1,7 @@
 """Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
 production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
-vectors in flight, column vectors and rows a thread. The kernels are kernels/'s own (variants/*.cu include them).
+vectors in flight, column vectors and rows a thread, cache hints (float32). The kernels are kernels/'s own
+(variants/*.cu include them; the cache-hint kernel is a probe-only copy of the float32 rows kernel).
 
     python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu]
 
@@ -79,9 +80,15 @@ def main() -> None:
             label = f"flat {'fast' if fast else 'erff'} U={u} grid={f'{cap}/SM' if cap else 'all'}"
             fns[label] = lambda x, b, u=u, cap=cap: m.bias_gelu_cfg(x, b, u, fast, cap)
         for c, k, block in ((1, 2, 512), (1, 2, 256), (1, 4, 512), (1, 1, 128), (2, 1, 256), (2, 2, 256),
-                            (4, 1, 256), (4, 1, 128), (2, 1, 512)):
+                            (4, 1, 256), (4, 1, 128), (2, 1, 512), (2, 1, 128)):
             fns[f"tile C={c} K={k} block={block}"] = lambda x, b, c=c, k=k, block=block: m.bias_gelu_tile(
                 x, b, c, k, block)
+        if dtype == torch.float32:  # cache hints on x's loads (none, .cs, L1::no_allocate) and the stores
+            for c, block in ((4, 256), (2, 128)):
+                for load, store in ((0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)):
+                    fns[f"hint C={c} block={block} load={load} store={store}"] = (
+                        lambda x, b, c=c, load=load, store=store, block=block: m.bias_gelu_hint(x, b, c, load, store,
+                                                                                               block))
         if triton_gelu:
             fns["triton"] = triton_gelu
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)

@@ -54,10 +54,103 @@ torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int
     return out;
 }
 
+// Probe only: the rows kernel's float32 forward (C column vectors of one row a thread) with PTX cache hints on
+// the x loads (LOAD 0: none, 1: .cs streaming, 2: .L1::no_allocate) and the stores (STORE 0: none, 1: .cs), to
+// see whether torch.compile's 99-100% float32 mode comes from how its data passes the caches.
+template <int LOAD>
+__device__ __forceinline__ float4 load_hint(const float* p) {
+    float4 v;
+    if constexpr (LOAD == 1) {
+        asm volatile("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    } else if constexpr (LOAD == 2) {
+        asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    } else {
+        v = *reinterpret_cast<const float4*>(p);
+    }
+    return v;
+}
+
+template <int C, int LOAD, int STORE>
+__global__ void bias_gelu_hint_kernel(const float* __restrict__ x, const float* __restrict__ bias,
+                                      float* __restrict__ out, int64_t rows, int64_t width) {
+    const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * C + threadIdx.x) * 4;
+    const int64_t apart = static_cast<int64_t>(blockDim.x) * 4;
+    const int64_t row = blockIdx.x;
+    float4 b[C], xv[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const int64_t col = first + c * apart;
+        if (col < width) {
+            b[c] = *reinterpret_cast<const float4*>(bias + col);
+            xv[c] = load_hint<LOAD>(x + row * width + col);
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const int64_t col = first + c * apart;
+        if (col < width) {
+            float4 y;
+            y.x = gelu_math::gelu(xv[c].x + b[c].x, false);
+            y.y = gelu_math::gelu(xv[c].y + b[c].y, false);
+            y.z = gelu_math::gelu(xv[c].z + b[c].z, false);
+            y.w = gelu_math::gelu(xv[c].w + b[c].w, false);
+            float* p = out + row * width + col;
+            if constexpr (STORE == 1) {
+                asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.x), "f"(y.y), "f"(y.z),
+                             "f"(y.w) : "memory");
+            } else {
+                asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.x), "f"(y.y), "f"(y.z),
+                             "f"(y.w) : "memory");
+            }
+        }
+    }
+}
+
+template <int C, int LOAD, int STORE>
+void launch_hint(const float* a, const float* b, float* z, int64_t rows, int64_t width, int block) {
+    const int64_t col_blocks = jk::ceil_div<int64_t>(width / 4, int64_t(block) * C);
+    TORCH_CHECK(col_blocks <= 65535 && rows <= 0x7fffffff, "bias_gelu_hint: the grid does not fit");
+    bias_gelu_hint_kernel<C, LOAD, STORE><<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(col_blocks)),
+                                            block, 0, jk::stream()>>>(a, b, z, rows, width);
+}
+
+// float32 gelu(x + bias) with bias_gelu_hint_kernel: c column vectors a thread (2 or 4), load and store hints.
+torch::Tensor bias_gelu_hint(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t load, int64_t store,
+                             int64_t block) {
+    TORCH_CHECK(x.scalar_type() == torch::kFloat && x.size(-1) % 4 == 0, "bias_gelu_hint: float32, width % 4 == 0");
+    auto out = torch::empty_like(x);
+    const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
+    if (rows == 0) return out;
+    const float* a = x.data_ptr<float>();
+    const float* b = bias.data_ptr<float>();
+    float* z = out.data_ptr<float>();
+    const int bl = static_cast<int>(block);
+    const int key = int(c) * 100 + int(load) * 10 + int(store);
+    switch (key) {
+        case 200: launch_hint<2, 0, 0>(a, b, z, rows, width, bl); break;
+        case 201: launch_hint<2, 0, 1>(a, b, z, rows, width, bl); break;
+        case 210: launch_hint<2, 1, 0>(a, b, z, rows, width, bl); break;
+        case 211: launch_hint<2, 1, 1>(a, b, z, rows, width, bl); break;
+        case 220: launch_hint<2, 2, 0>(a, b, z, rows, width, bl); break;
+        case 221: launch_hint<2, 2, 1>(a, b, z, rows, width, bl); break;
+        case 400: launch_hint<4, 0, 0>(a, b, z, rows, width, bl); break;
+        case 401: launch_hint<4, 0, 1>(a, b, z, rows, width, bl); break;
+        case 410: launch_hint<4, 1, 0>(a, b, z, rows, width, bl); break;
+        case 411: launch_hint<4, 1, 1>(a, b, z, rows, width, bl); break;
+        case 420: launch_hint<4, 2, 0>(a, b, z, rows, width, bl); break;
+        case 421: launch_hint<4, 2, 1>(a, b, z, rows, width, bl); break;
+        default: TORCH_CHECK(false, "bias_gelu_hint: c in {2, 4}, load in {0, 1, 2}, store in {0, 1}");
+    }
+    jk::check_launch("bias_gelu_hint", cudaGetLastError());
+    return out;
+}
+
 torch::Tensor softmax_threads(torch::Tensor x, int64_t threads);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("softmax_threads", &softmax_threads);
     m.def("bias_gelu_cfg", &bias_gelu_cfg);
     m.def("bias_gelu_tile", &bias_gelu_tile);
+    m.def("bias_gelu_hint", &bias_gelu_hint);
 }
