@@ -89,6 +89,12 @@ def main() -> None:
                     fns[f"hint C={c} block={block} load={load} store={store}"] = (
                         lambda x, b, c=c, load=load, store=store, block=block: m.bias_gelu_hint(x, b, c, load, store,
                                                                                                block))
+            if triton_gelu:  # Inductor's two 1-D candidates, written out (triton_flat_gelu.py)
+                from triton_flat_gelu import bias_gelu_flat
+
+                for xblock, warps in ((1024, 4), (512, 8)):
+                    fns[f"triton flat XBLOCK={xblock} warps={warps}"] = (
+                        lambda x, b, xblock=xblock, warps=warps: bias_gelu_flat(x, b, xblock, warps))
         if triton_gelu:
             fns["triton"] = triton_gelu
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
