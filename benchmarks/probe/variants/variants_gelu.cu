@@ -125,23 +125,21 @@ torch::Tensor bias_gelu_hint(torch::Tensor x, torch::Tensor bias, int64_t c, int
     const float* a = x.data_ptr<float>();
     const float* b = bias.data_ptr<float>();
     float* z = out.data_ptr<float>();
-    const int bl = static_cast<int>(block);
-    const int key = int(c) * 100 + int(load) * 10 + int(store);
-    switch (key) {
-        case 200: launch_hint<2, 0, 0>(a, b, z, rows, width, bl); break;
-        case 201: launch_hint<2, 0, 1>(a, b, z, rows, width, bl); break;
-        case 210: launch_hint<2, 1, 0>(a, b, z, rows, width, bl); break;
-        case 211: launch_hint<2, 1, 1>(a, b, z, rows, width, bl); break;
-        case 220: launch_hint<2, 2, 0>(a, b, z, rows, width, bl); break;
-        case 221: launch_hint<2, 2, 1>(a, b, z, rows, width, bl); break;
-        case 400: launch_hint<4, 0, 0>(a, b, z, rows, width, bl); break;
-        case 401: launch_hint<4, 0, 1>(a, b, z, rows, width, bl); break;
-        case 410: launch_hint<4, 1, 0>(a, b, z, rows, width, bl); break;
-        case 411: launch_hint<4, 1, 1>(a, b, z, rows, width, bl); break;
-        case 420: launch_hint<4, 2, 0>(a, b, z, rows, width, bl); break;
-        case 421: launch_hint<4, 2, 1>(a, b, z, rows, width, bl); break;
-        default: TORCH_CHECK(false, "bias_gelu_hint: c in {2, 4}, load in {0, 1, 2}, store in {0, 1}");
-    }
+    TORCH_CHECK((c == 2 || c == 4) && load >= 0 && load <= 2 && (store == 0 || store == 1),
+                "bias_gelu_hint: c in {2, 4}, load in {0, 1, 2}, store in {0, 1}");
+    const auto run = [&](auto cc) {
+        constexpr int C = decltype(cc)::value;
+        const auto with_load = [&](auto ll) {
+            constexpr int L = decltype(ll)::value;
+            store ? launch_hint<C, L, 1>(a, b, z, rows, width, int(block))
+                  : launch_hint<C, L, 0>(a, b, z, rows, width, int(block));
+        };
+        if (load == 0) with_load(std::integral_constant<int, 0>{});
+        else if (load == 1) with_load(std::integral_constant<int, 1>{});
+        else with_load(std::integral_constant<int, 2>{});
+    };
+    if (c == 2) run(std::integral_constant<int, 2>{});
+    else run(std::integral_constant<int, 4>{});
     jk::check_launch("bias_gelu_hint", cudaGetLastError());
     return out;
 }
