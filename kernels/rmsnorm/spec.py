@@ -4,9 +4,11 @@ Op: ``torch.ops.jitload.rmsnorm(x, residual, weight, eps=1e-6) -> (out, new_resi
 ``new_residual = x + residual`` and ``out = new_residual * rsqrt(mean(new_residual**2) + eps) * weight``.
 """
 
+import importlib.util
+
 import torch
 
-from jitload.kernels import row_shape
+from jitload.kernels import row_shape, sibling
 
 NAME = "rmsnorm"
 SOURCES = ["rmsnorm.cpp", "rmsnorm_cpu.cpp"]
@@ -20,6 +22,13 @@ EPS = 1e-6
 
 def candidates(ext) -> dict:
     return {"rmsnorm": torch.ops.jitload.rmsnorm}
+
+
+def baselines(device: torch.device) -> dict:
+    """Triton's version (a row a program, in registers), where Triton and a GPU exist."""
+    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
+        return {}
+    return {"triton": sibling(__file__, "triton_rmsnorm").rmsnorm}
 
 
 def reference_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
