@@ -56,17 +56,20 @@ torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int
 
 // Probe only: the rows kernel's float32 forward (C column vectors of one row a thread) with PTX cache hints on
 // the x loads (LOAD 0: none, 1: .cs streaming, 2: .L1::no_allocate) and the stores (STORE 0: none, 1: .cs), to
-// see whether torch.compile's 99-100% float32 mode comes from how its data passes the caches.
+// see whether torch.compile's 99-100% float32 mode comes from how its data passes the caches. The arithmetic
+// is production's bias_gelu_vec; only the loads and stores differ.
+using F4 = jk::Vec<float, 4>;
+
 template <int LOAD>
-__device__ __forceinline__ float4 load_hint(const float* p) {
-    float4 v;
-    if constexpr (LOAD == 1) {
-        asm volatile("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-    } else if constexpr (LOAD == 2) {
-        asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+__device__ __forceinline__ F4 load_hint(const float* p) {
+    if constexpr (LOAD == 0) return jk::load_vec<4>(p);
+    F4 v;
+    if constexpr (LOAD == 1) {  // else LOAD == 2
+        asm volatile("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
     } else {
-        v = *reinterpret_cast<const float4*>(p);
+        asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
     }
     return v;
 }
@@ -77,12 +80,12 @@ __global__ void bias_gelu_hint_kernel(const float* __restrict__ x, const float* 
     const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * C + threadIdx.x) * 4;
     const int64_t apart = static_cast<int64_t>(blockDim.x) * 4;
     const int64_t row = blockIdx.x;
-    float4 b[C], xv[C];
+    F4 b[C], xv[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
         const int64_t col = first + c * apart;
         if (col < width) {
-            b[c] = *reinterpret_cast<const float4*>(bias + col);
+            b[c] = jk::load_vec<4>(bias + col);
             xv[c] = load_hint<LOAD>(x + row * width + col);
         }
     }
@@ -90,18 +93,14 @@ __global__ void bias_gelu_hint_kernel(const float* __restrict__ x, const float* 
     for (int c = 0; c < C; ++c) {
         const int64_t col = first + c * apart;
         if (col < width) {
-            float4 y;
-            y.x = gelu_math::gelu(xv[c].x + b[c].x, false);
-            y.y = gelu_math::gelu(xv[c].y + b[c].y, false);
-            y.z = gelu_math::gelu(xv[c].z + b[c].z, false);
-            y.w = gelu_math::gelu(xv[c].w + b[c].w, false);
+            F4 y;
+            bias_gelu_vec<float, 4, false, false, false>(xv[c], b[c], F4{}, y);
             float* p = out + row * width + col;
             if constexpr (STORE == 1) {
-                asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.x), "f"(y.y), "f"(y.z),
-                             "f"(y.w) : "memory");
+                asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.v[0]), "f"(y.v[1]),
+                             "f"(y.v[2]), "f"(y.v[3]) : "memory");
             } else {
-                asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.x), "f"(y.y), "f"(y.z),
-                             "f"(y.w) : "memory");
+                jk::store_vec_global<4>(p, y);
             }
         }
     }
