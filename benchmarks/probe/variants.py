@@ -1,9 +1,10 @@
 """Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
 production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
-vectors in flight, column vectors and rows a thread, cache hints (float32). The kernels are kernels/'s own
-(variants/*.cu include them; the cache-hint kernel is a probe-only copy of the float32 rows kernel).
+vectors in flight, column vectors and rows a thread, block order, loads and register caps (float32). The
+kernels are kernels/'s own (variants/*.cu include them; the float32 "occ" kernel is a probe-only copy of the
+rows kernel that takes those knobs).
 
-    python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu]
+    python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu] [--dtypes bfloat16 float32]
 
 Prints one table per kernel and dtype (% of a device copy of the same bytes in the same run).
 """
@@ -55,6 +56,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
     parser.add_argument("--repeat", type=int, default=1, help="time each kernel's table this many times")
     parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"], choices=["softmax", "bias_gelu"])
+    parser.add_argument("--dtypes", nargs="*", default=["bfloat16", "float32"], choices=["bfloat16", "float32"])
     args = parser.parse_args()
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -83,12 +85,17 @@ def main() -> None:
                             (4, 1, 256), (4, 1, 128), (2, 1, 512), (2, 1, 128)):
             fns[f"tile C={c} K={k} block={block}"] = lambda x, b, c=c, k=k, block=block: m.bias_gelu_tile(
                 x, b, c, k, block)
-        if dtype == torch.float32:  # cache hints on x's loads (none, .cs, L1::no_allocate) and the stores
-            for c, block in ((4, 256), (2, 128)):
-                for load, store in ((0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)):
-                    fns[f"hint C={c} block={block} load={load} store={store}"] = (
-                        lambda x, b, c=c, load=load, store=store, block=block: m.bias_gelu_hint(x, b, c, load, store,
-                                                                                               block))
+        if dtype == torch.float32:
+            # block order, loads as Triton emits them, register caps (variants_gelu.cu says why); the cache hints
+            # tried in run 10 (.cs, L1::no_allocate) all lost 1-8% and are gone
+            for block, c, minb, linear, xload, bload in (
+                    (128, 2, 1, False, 0, 0), (128, 2, 1, True, 0, 0), (128, 2, 1, True, 1, 0),
+                    (128, 2, 1, True, 1, 1), (128, 2, 16, True, 1, 1), (256, 4, 1, True, 0, 0),
+                    (256, 4, 1, True, 1, 0), (256, 4, 1, True, 1, 1), (512, 2, 1, True, 0, 0),
+                    (512, 2, 1, True, 1, 0), (512, 2, 1, True, 1, 1), (512, 2, 4, True, 1, 1)):
+                label = (f"occ block={block} C={c} minb={minb}{' linear' if linear else ''}"
+                         f"{' x:ld.global' if xload else ''}{' bias:evict_last' if bload else ''}")
+                fns[label] = lambda x, b, args=(block, c, minb, linear, xload, bload): m.bias_gelu_occ(x, b, *args)
             if triton_gelu:  # Inductor's two 1-D candidates, written out (triton_flat_gelu.py)
                 from triton_flat_gelu import bias_gelu_flat
 
@@ -104,7 +111,8 @@ def main() -> None:
         run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
     if "bias_gelu" in args.kernels:
         for _ in range(args.repeat):  # repeated tables show the spread between runs of the same kernels
-            run("bias_gelu", gelu_fns, bg.spec, [torch.bfloat16, torch.float32], args.sizes, bg.reference, args.out)
+            run("bias_gelu", gelu_fns, bg.spec, [getattr(torch, d) for d in args.dtypes], args.sizes, bg.reference,
+                args.out)
 
 
 if __name__ == "__main__":

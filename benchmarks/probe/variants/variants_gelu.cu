@@ -1,4 +1,7 @@
 // bias_gelu launch configurations for benchmarks/probe/variants.py (the kernel is the production one).
+#include <map>
+#include <tuple>
+
 #include "jk_torch.h"
 
 #include "../../../kernels/bias_gelu/bias_gelu_kernel.cu"
@@ -54,92 +57,112 @@ torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int
     return out;
 }
 
-// Probe only: the rows kernel's float32 forward (C column vectors of one row a thread) with PTX cache hints on
-// the x loads (LOAD 0: none, 1: .cs streaming, 2: .L1::no_allocate) and the stores (STORE 0: none, 1: .cs), to
-// see whether torch.compile's 99-100% float32 mode comes from how its data passes the caches. The arithmetic
-// is production's bias_gelu_vec; only the loads and stores differ.
+// Probe only: the rows kernel's float32 forward (C column vectors of one row a thread, as production's) under
+// a register cap, a block order and the loads Triton emits, to see why Inductor's XBLOCK=1024 / 4-warp kernel
+// reaches 98-100% of the copy where ours reaches 95-98% (run 10). Both spend ~36-38 instructions an element
+// (sm_90 SASS read locally; -ftz=true changes nothing in erff's); they differ in
+// - registers: its 31 (100% occupancy) against production's 56 (50%). MINB is __launch_bounds__'s blocks an
+//   SM, a cap of 65536 / (BLOCK * MINB) registers;
+// - block order: it walks memory in order with a 1-D grid; the rows kernel's 2-D grid (rows in x) does not when
+//   a row takes several blocks. LINEAR: a 1-D grid, consecutive blocks on consecutive stretches;
+// - loads: x with a plain ld.global (LDG.E.128) where nvcc makes __restrict__ const loads ld.global.nc
+//   (LDG.E.128.CONSTANT), XLOAD = 1; the bias with L1::evict_last and an L2 evict_last policy, BLOAD = 1.
+// The cache hints tried in run 10 on production's shape (.cs loads or stores, L1::no_allocate) all lost 1-8%.
 using F4 = jk::Vec<float, 4>;
 
-template <int LOAD>
-__device__ __forceinline__ F4 load_hint(const float* p) {
-    if constexpr (LOAD == 0) return jk::load_vec<4>(p);
+template <int XLOAD>
+__device__ __forceinline__ F4 load_x(const float* p) {
+    if constexpr (XLOAD == 0) return jk::load_vec<4>(p);
     F4 v;
-    if constexpr (LOAD == 1) {  // else LOAD == 2
-        asm volatile("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
-    } else {
-        asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
-    }
+    asm("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
     return v;
 }
 
-template <int C, int LOAD, int STORE>
-__global__ void bias_gelu_hint_kernel(const float* __restrict__ x, const float* __restrict__ bias,
-                                      float* __restrict__ out, int64_t rows, int64_t width) {
-    const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * C + threadIdx.x) * 4;
-    const int64_t apart = static_cast<int64_t>(blockDim.x) * 4;
-    const int64_t row = blockIdx.x;
+template <int BLOAD>
+__device__ __forceinline__ F4 load_bias(const float* p) {
+    if constexpr (BLOAD == 0) return jk::load_vec<4>(p);
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    F4 v;
+    asm("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3])
+        : "l"(p), "l"(policy));
+    return v;
+}
+
+template <int BLOCK, int C, int MINB, bool LINEAR, int XLOAD, int BLOAD>
+__global__ void __launch_bounds__(BLOCK, MINB)
+    bias_gelu_occ_kernel(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out,
+                         int64_t rows, int64_t width, unsigned col_blocks) {
+    unsigned row_block = blockIdx.x, col_block = blockIdx.y;
+    if constexpr (LINEAR) {
+        row_block = blockIdx.x / col_blocks;
+        col_block = blockIdx.x - row_block * col_blocks;
+    }
+    const int64_t first = (static_cast<int64_t>(col_block) * BLOCK * C + threadIdx.x) * 4;
+    const int64_t row = row_block;
     F4 b[C], xv[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-        const int64_t col = first + c * apart;
-        if (col < width) {
-            b[c] = jk::load_vec<4>(bias + col);
-            xv[c] = load_hint<LOAD>(x + row * width + col);
-        }
+        const int64_t col = first + c * BLOCK * 4;
+        if (col < width) xv[c] = load_x<XLOAD>(x + row * width + col);
     }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-        const int64_t col = first + c * apart;
+        const int64_t col = first + c * BLOCK * 4;
+        if (col < width) b[c] = load_bias<BLOAD>(bias + col);
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const int64_t col = first + c * BLOCK * 4;
         if (col < width) {
             F4 y;
             bias_gelu_vec<float, 4, false, false, false>(xv[c], b[c], F4{}, y);
-            float* p = out + row * width + col;
-            if constexpr (STORE == 1) {
-                asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(y.v[0]), "f"(y.v[1]),
-                             "f"(y.v[2]), "f"(y.v[3]) : "memory");
-            } else {
-                jk::store_vec_global<4>(p, y);
-            }
+            jk::store_vec_global<4>(out + row * width + col, y);
         }
     }
 }
 
-template <int C, int LOAD, int STORE>
-void launch_hint(const float* a, const float* b, float* z, int64_t rows, int64_t width, int block) {
-    const int64_t col_blocks = jk::ceil_div<int64_t>(width / 4, int64_t(block) * C);
-    TORCH_CHECK(col_blocks <= 65535 && rows <= 0x7fffffff, "bias_gelu_hint: the grid does not fit");
-    bias_gelu_hint_kernel<C, LOAD, STORE><<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(col_blocks)),
-                                            block, 0, jk::stream()>>>(a, b, z, rows, width);
+template <int BLOCK, int C, int MINB, bool LINEAR, int XLOAD, int BLOAD>
+void launch_occ(const float* a, const float* b, float* z, int64_t rows, int64_t width) {
+    const int64_t col_blocks = jk::ceil_div<int64_t>(width / 4, int64_t(BLOCK) * C);
+    TORCH_CHECK(LINEAR ? rows * col_blocks <= 0x7fffffff : col_blocks <= 65535 && rows <= 0x7fffffff,
+                "bias_gelu_occ: the grid does not fit");
+    const dim3 grid = LINEAR ? dim3(static_cast<unsigned>(rows * col_blocks))
+                             : dim3(static_cast<unsigned>(rows), static_cast<unsigned>(col_blocks));
+    bias_gelu_occ_kernel<BLOCK, C, MINB, LINEAR, XLOAD, BLOAD>
+        <<<grid, BLOCK, 0, jk::stream()>>>(a, b, z, rows, width, static_cast<unsigned>(col_blocks));
 }
 
-// float32 gelu(x + bias) with bias_gelu_hint_kernel: c column vectors a thread (2 or 4), load and store hints.
-torch::Tensor bias_gelu_hint(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t load, int64_t store,
-                             int64_t block) {
-    TORCH_CHECK(x.scalar_type() == torch::kFloat && x.size(-1) % 4 == 0, "bias_gelu_hint: float32, width % 4 == 0");
+// float32 gelu(x + bias) with bias_gelu_occ_kernel, for the shapes variants.py times (spilling caps left out:
+// 256 threads x 4 vectors under 32 or 40 registers spill 88 or 24 bytes).
+torch::Tensor bias_gelu_occ(torch::Tensor x, torch::Tensor bias, int64_t block, int64_t c, int64_t minb,
+                            bool linear, int64_t xload, int64_t bload) {
+    TORCH_CHECK(x.scalar_type() == torch::kFloat && x.size(-1) % 4 == 0, "bias_gelu_occ: float32, width % 4 == 0");
+    using Launch = void (*)(const float*, const float*, float*, int64_t, int64_t);
+    using Key = std::tuple<int64_t, int64_t, int64_t, bool, int64_t, int64_t>;
+    static const std::map<Key, Launch> shapes{
+        {{128, 2, 1, false, 0, 0}, &launch_occ<128, 2, 1, false, 0, 0>},
+        {{128, 2, 1, true, 0, 0}, &launch_occ<128, 2, 1, true, 0, 0>},
+        {{128, 2, 1, true, 1, 0}, &launch_occ<128, 2, 1, true, 1, 0>},
+        {{128, 2, 1, true, 1, 1}, &launch_occ<128, 2, 1, true, 1, 1>},
+        {{128, 2, 16, true, 1, 1}, &launch_occ<128, 2, 16, true, 1, 1>},
+        {{256, 4, 1, true, 0, 0}, &launch_occ<256, 4, 1, true, 0, 0>},
+        {{256, 4, 1, true, 1, 0}, &launch_occ<256, 4, 1, true, 1, 0>},
+        {{256, 4, 1, true, 1, 1}, &launch_occ<256, 4, 1, true, 1, 1>},
+        {{512, 2, 1, true, 0, 0}, &launch_occ<512, 2, 1, true, 0, 0>},
+        {{512, 2, 1, true, 1, 0}, &launch_occ<512, 2, 1, true, 1, 0>},
+        {{512, 2, 1, true, 1, 1}, &launch_occ<512, 2, 1, true, 1, 1>},
+        {{512, 2, 4, true, 1, 1}, &launch_occ<512, 2, 4, true, 1, 1>},
+    };
+    const auto it = shapes.find({block, c, minb, linear, xload, bload});
+    TORCH_CHECK(it != shapes.end(), "bias_gelu_occ: no kernel for block ", block, ", c ", c, ", minb ", minb,
+                ", linear ", linear, ", xload ", xload, ", bload ", bload);
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
     if (rows == 0) return out;
-    const float* a = x.data_ptr<float>();
-    const float* b = bias.data_ptr<float>();
-    float* z = out.data_ptr<float>();
-    TORCH_CHECK((c == 2 || c == 4) && load >= 0 && load <= 2 && (store == 0 || store == 1),
-                "bias_gelu_hint: c in {2, 4}, load in {0, 1, 2}, store in {0, 1}");
-    const auto run = [&](auto cc) {
-        constexpr int C = decltype(cc)::value;
-        const auto with_load = [&](auto ll) {
-            constexpr int L = decltype(ll)::value;
-            store ? launch_hint<C, L, 1>(a, b, z, rows, width, int(block))
-                  : launch_hint<C, L, 0>(a, b, z, rows, width, int(block));
-        };
-        if (load == 0) with_load(std::integral_constant<int, 0>{});
-        else if (load == 1) with_load(std::integral_constant<int, 1>{});
-        else with_load(std::integral_constant<int, 2>{});
-    };
-    if (c == 2) run(std::integral_constant<int, 2>{});
-    else run(std::integral_constant<int, 4>{});
-    jk::check_launch("bias_gelu_hint", cudaGetLastError());
+    it->second(x.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), rows, width);
+    jk::check_launch("bias_gelu_occ", cudaGetLastError());
     return out;
 }
 
@@ -149,5 +172,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("softmax_threads", &softmax_threads);
     m.def("bias_gelu_cfg", &bias_gelu_cfg);
     m.def("bias_gelu_tile", &bias_gelu_tile);
-    m.def("bias_gelu_hint", &bias_gelu_hint);
+    m.def("bias_gelu_occ", &bias_gelu_occ);
 }
