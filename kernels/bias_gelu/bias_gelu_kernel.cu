@@ -127,23 +127,42 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
 }
 
 // The kernel for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns C column
-// vectors (blockDim apart, so each of a warp's loads is one coalesced stretch) in K consecutive rows. It loads
-// its C bias vectors once and needs no column arithmetic, and its C * K loads are all in flight before it
-// computes. blockIdx.y picks the stretch of blockDim * C vectors, blockIdx.x the K rows: no division anywhere
-// (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a cost that made one thread per vector
-// the slowest launch in bfloat16).
-template <class T, int N, int C, int K, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
+// vectors (BLOCK apart, so each of a warp's loads is one coalesced stretch) in K consecutive rows. It loads its
+// C bias vectors once and needs no column arithmetic, and its C * K loads are all in flight before it
+// computes. A 1-D grid of K-row groups times col_blocks stretches of BLOCK * C vectors, in memory order (a 2-D
+// grid with the rows in x, as before run 11, sent consecutive blocks a row apart when a row took several:
+// 94.8-96.8% of the copy against 96.9-99.7% in order, float32, 2 vectors x 128 threads). No 64-bit division anywhere (the flat kernel's per-thread
+// 64-bit modulo is ~100 instructions, a cost that made one thread per vector the slowest launch in bfloat16);
+// a block divides its index by col_blocks, in 32 bits, only when a row takes several blocks.
+// No __launch_bounds__: with one (even (1024, 1)) ptxas gave the 16-bit kernels 47 registers instead of 32;
+// float32's forward shape gets 32 without it (100% occupancy, what run 11 measured; tests/test_kernels.py holds
+// it there). TRITON_LOADS: x with load_vec_global and the bias with load_vec_evict_last (jk_cuda.cuh says why).
+template <class T, int N, int C, int K, int BLOCK, bool TRITON_LOADS, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
 __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
-                                      T* __restrict__ out, int64_t rows, int64_t width) {
-    const int64_t first = (static_cast<int64_t>(blockIdx.y) * blockDim.x * C + threadIdx.x) * N;
-    const int64_t apart = static_cast<int64_t>(blockDim.x) * N;
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * K;
-    jk::Vec<T, N> b[C], xv[K][C], gv[K][C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-        const int64_t col = first + c * apart;
-        if (col < width) b[c] = jk::load_vec<N>(bias + col);
+                                      T* __restrict__ out, int64_t rows, int64_t width, unsigned col_blocks) {
+    unsigned group = blockIdx.x, col_block = 0;
+    if (col_blocks > 1) {
+        group = blockIdx.x / col_blocks;
+        col_block = blockIdx.x - group * col_blocks;
     }
+    const int64_t first = (static_cast<int64_t>(col_block) * BLOCK * C + threadIdx.x) * N;
+    constexpr int64_t apart = int64_t(BLOCK) * N;
+    const int64_t row = static_cast<int64_t>(group) * K;
+    jk::Vec<T, N> b[C], xv[K][C], gv[K][C];
+    // the bias before x, or after it with Triton's loads: each order as measured on the H200
+    const auto load_bias = [&] {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int64_t col = first + c * apart;
+            if (col >= width) continue;
+            if constexpr (TRITON_LOADS) {
+                b[c] = jk::load_vec_evict_last<N>(bias + col);
+            } else {
+                b[c] = jk::load_vec<N>(bias + col);
+            }
+        }
+    };
+    if constexpr (!TRITON_LOADS) load_bias();
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -151,11 +170,16 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
             const int64_t col = first + c * apart;
             if (row + k < rows && col < width) {
                 const int64_t at = (row + k) * width + col;
-                xv[k][c] = jk::load_vec<N>(x + at);
+                if constexpr (TRITON_LOADS) {
+                    xv[k][c] = jk::load_vec_global<N>(x + at);
+                } else {
+                    xv[k][c] = jk::load_vec<N>(x + at);
+                }
                 if constexpr (BACKWARD) gv[k][c] = jk::load_vec<N>(grad + at);
             }
         }
     }
+    if constexpr (TRITON_LOADS) load_bias();
 #pragma unroll
     for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -170,30 +194,33 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
     }
 }
 
-// Column vectors and rows a thread, and threads a block: the best measured on the H200 (runs 7-9 in
-// benchmarks/results/2026-12-03-h200-kernels/). 16-bit: 1 x 2 rows, 512 threads, 97-98% of the copy
-// bandwidth (4 rows: 95-97%; 1 row: 92-95%). float32's forward: 4 vectors of one row, 256 threads (Triton's
-// layout), 95.5-98%, against 94-96% for 1 x 2 rows; its backward keeps 1 x 2 rows (93-98%), since 4 vectors
-// with their grads take 76 registers.
+// The rows kernel's shape: column vectors and rows a thread, threads a block, loads; the best measured
+// on the H200 (runs 7-11 in benchmarks/results/2026-12-03-h200-kernels/). 16-bit: 1 x 2 rows, 512 threads,
+// 97-98% of the copy bandwidth (4 rows: 95-97%; 1 row: 92-95%). float32's forward: 2 vectors of one row, 128
+// threads, 32 registers (100% occupancy) and Triton's loads, as torch.compile's XBLOCK=1024 / 4-warp
+// kernel: 98.7-99.8% in run 11 (4 vectors, 256 threads, 56 registers: 96.8-98.3%, torch.compile 99-100%); its
+// backward keeps 1 x 2 rows at 256 threads (93-98%), since 4 vectors with their grads take 76 registers.
 template <class T, bool BACKWARD>
-constexpr int kCols = sizeof(T) == 4 && !BACKWARD ? 4 : 1;
+constexpr bool kF32Forward = sizeof(T) == 4 && !BACKWARD;
 template <class T, bool BACKWARD>
-constexpr int kRows = sizeof(T) == 4 && !BACKWARD ? 1 : 2;
-template <class T>
-constexpr int kRowsBlock = sizeof(T) == 2 ? 512 : 256;
+constexpr int kCols = kF32Forward<T, BACKWARD> ? 2 : 1;
+template <class T, bool BACKWARD>
+constexpr int kRows = kF32Forward<T, BACKWARD> ? 1 : 2;
+template <class T, bool BACKWARD>
+constexpr int kRowsBlock = sizeof(T) == 2 ? 512 : kF32Forward<T, BACKWARD> ? 128 : 256;
 
 // Needs width % N == 0 and 16-byte alignment; false if the grid would not fit (the caller then takes the flat
 // kernel).
 template <class T, int N, bool BACKWARD, bool TANH, int C = kCols<T, BACKWARD>, int K = kRows<T, BACKWARD>,
-          bool FAST = kFast<T>>
+          int BLOCK = kRowsBlock<T, BACKWARD>, bool TRITON_LOADS = kF32Forward<T, BACKWARD>, bool FAST = kFast<T>>
 bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t width, cudaStream_t stream,
-                 cudaError_t& err, int block = kRowsBlock<T>) {
-    const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, int64_t(block) * C);
-    const int64_t groups = jk::ceil_div<int64_t>(rows, K);
-    if (col_blocks > 65535 || groups > 0x7fffffff) return false;
-    bias_gelu_rows_kernel<T, N, C, K, BACKWARD, TANH, FAST>
-        <<<dim3(static_cast<unsigned>(groups), static_cast<unsigned>(col_blocks)), block, 0, stream>>>(
-            g, a, b, z, rows, width);
+                 cudaError_t& err) {
+    const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, int64_t(BLOCK) * C);
+    const int64_t blocks = jk::ceil_div<int64_t>(rows, K) * col_blocks;
+    if (blocks > 0x7fffffff) return false;
+    bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, BACKWARD, TANH, FAST>
+        <<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(g, a, b, z, rows, width,
+                                                               static_cast<unsigned>(col_blocks));
     err = cudaGetLastError();
     return true;
 }

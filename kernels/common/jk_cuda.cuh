@@ -72,6 +72,36 @@ __device__ __forceinline__ void store_vec_global(T* p, const Vec<T, N>& v) {
                  : "memory");
 }
 
+// 16-byte loads as Triton emits them for torch.compile's float32 gelu(x + bias), for a kernel that streams x
+// once and rereads a small vector (the bias) in every block: load_vec_global is a plain ld.global.v4 (nvcc
+// makes a __restrict__ const load ld.global.nc, LDG.E.128.CONSTANT), load_vec_evict_last asks L1 and L2 to keep
+// the line (L2 through an evict_last policy). On the H200 they helped only together with 100% occupancy: in
+// bias_gelu's float32 forward at 32 registers 99-100% of the copy; at 38-56 registers they cost 0-5%
+// (benchmarks/results/2026-12-03-h200-kernels/run11-occupancy/). Inline PTX: CUDA has no intrinsic for either.
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load_vec_global(const T* p) {
+    static_assert(sizeof(Vec<T, N>) == 16, "load_vec_global loads 16-byte vectors");
+    uint4 b;
+    asm("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(p));
+    Vec<T, N> v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load_vec_evict_last(const T* p) {
+    static_assert(sizeof(Vec<T, N>) == 16, "load_vec_evict_last loads 16-byte vectors");
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    uint4 b;
+    asm("ld.global.L1::evict_last.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+        : "l"(p), "l"(policy));
+    Vec<T, N> v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // 2^x and 1/x as one MUFU instruction each, flushing subnormals. The library's __expf and __fdividef add a

@@ -29,7 +29,8 @@ torch::Tensor bias_gelu_cfg(torch::Tensor x, torch::Tensor bias, int64_t u, bool
     return out;
 }
 
-// gelu(x + bias) with bias_gelu_rows_kernel: C column vectors in K rows a thread, block threads a block.
+// gelu(x + bias) with bias_gelu_rows_kernel (its loads as production's for the dtype): C column vectors in K
+// rows a thread, block threads a block, for the shapes variants.py times.
 torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k, int64_t block) {
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
@@ -37,21 +38,21 @@ torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
         TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
-        const T* a = static_cast<const T*>(x.data_ptr());
-        const T* b = static_cast<const T*>(bias.data_ptr());
-        T* z = static_cast<T*>(out.data_ptr());
-        const auto s = jk::stream();
+        using Launch = bool (*)(const T*, const T*, const T*, T*, int64_t, int64_t, cudaStream_t, cudaError_t&);
+        static const std::map<std::tuple<int64_t, int64_t, int64_t>, Launch> shapes{
+            {{1, 2, 512}, &launch_rows<T, N, false, false, 1, 2, 512>},
+            {{1, 2, 256}, &launch_rows<T, N, false, false, 1, 2, 256>},
+            {{2, 1, 128}, &launch_rows<T, N, false, false, 2, 1, 128>},
+            {{2, 1, 256}, &launch_rows<T, N, false, false, 2, 1, 256>},
+            {{2, 1, 512}, &launch_rows<T, N, false, false, 2, 1, 512>},
+            {{4, 1, 256}, &launch_rows<T, N, false, false, 4, 1, 256>},
+        };
+        const auto it = shapes.find({c, k, block});
+        TORCH_CHECK(it != shapes.end(), "bias_gelu_tile: no kernel for c ", c, ", k ", k, ", block ", block);
         cudaError_t err = cudaSuccess;
-        const int bl = static_cast<int>(block);
-        bool done = false;
-        if (c == 1 && k == 1) done = launch_rows<T, N, false, false, 1, 1>(nullptr, a, b, z, rows, width, s, err, bl);
-        else if (c == 1 && k == 2) done = launch_rows<T, N, false, false, 1, 2>(nullptr, a, b, z, rows, width, s, err, bl);
-        else if (c == 1 && k == 4) done = launch_rows<T, N, false, false, 1, 4>(nullptr, a, b, z, rows, width, s, err, bl);
-        else if (c == 2 && k == 1) done = launch_rows<T, N, false, false, 2, 1>(nullptr, a, b, z, rows, width, s, err, bl);
-        else if (c == 2 && k == 2) done = launch_rows<T, N, false, false, 2, 2>(nullptr, a, b, z, rows, width, s, err, bl);
-        else if (c == 4 && k == 1) done = launch_rows<T, N, false, false, 4, 1>(nullptr, a, b, z, rows, width, s, err, bl);
-        else TORCH_CHECK(false, "(c, k) must be one of (1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1), got (", c, ", ", k, ")");
-        TORCH_CHECK(done, "bias_gelu_tile: the grid does not fit");
+        TORCH_CHECK(it->second(nullptr, static_cast<const T*>(x.data_ptr()), static_cast<const T*>(bias.data_ptr()),
+                               static_cast<T*>(out.data_ptr()), rows, width, jk::stream(), err),
+                    "bias_gelu_tile: the grid does not fit");
         return err;
     }));
     return out;
