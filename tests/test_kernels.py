@@ -282,7 +282,8 @@ def test_cuda_bias_gelu_each_launch_path(built, dtype, width):
     # the flat kernel, one element at a time; a row of 2^28 + 2^20 bfloat16 the rows kernel with 65792 blocks
     # a row (each block finds its row and stretch by dividing its index). float32 at 4100: the rows kernel's 2
     # vectors x 128 threads a block, 5 blocks a row, the last holding one vector. A wrong column shows as a
-    # wrong value somewhere here. (The flat kernel's 16-byte form runs only past 2^31 - 1 blocks.)
+    # wrong value somewhere here. (The flat kernel's 16-byte form now runs only past 2^31 - 1 blocks;
+    # benchmarks/probe/variants.py checks it against the reference on the GPU before timing it.)
     n = max(2**26, width)
     x = torch.randn(n // width, width, dtype=dtype, device="cuda")
     bias = torch.randn(width, dtype=dtype, device="cuda")

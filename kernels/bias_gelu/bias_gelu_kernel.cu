@@ -131,9 +131,10 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
 // C bias vectors once and needs no column arithmetic, and its C * K loads are all in flight before it
 // computes. A 1-D grid of K-row groups times col_blocks stretches of BLOCK * C vectors, in memory order (a 2-D
 // grid with the rows in x, as before run 11, sent consecutive blocks a row apart when a row took several:
-// 94.8-96.8% of the copy against 96.9-99.7% in order, float32, 2 vectors x 128 threads). No 64-bit division anywhere (the flat kernel's per-thread
-// 64-bit modulo is ~100 instructions, a cost that made one thread per vector the slowest launch in bfloat16);
-// a block divides its index by col_blocks, in 32 bits, only when a row takes several blocks.
+// 94.8-96.8% of the copy against 96.9-99.7% in order, float32, 2 vectors x 128 threads). No 64-bit division
+// anywhere (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a cost that made one thread per
+// vector the slowest launch in bfloat16); a block divides its index by col_blocks, in 32 bits, only when a row
+// takes several blocks.
 // No __launch_bounds__: with one (even (1024, 1)) ptxas gave the 16-bit kernels 47 registers instead of 32;
 // float32's forward shape gets 32 without it (100% occupancy, what run 11 measured; tests/test_kernels.py holds
 // it there). TRITON_LOADS: x with load_vec_global and the bias with load_vec_evict_last (jk_cuda.cuh says why).
