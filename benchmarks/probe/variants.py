@@ -95,6 +95,8 @@ def main() -> None:
                 label = (f"occ block={block} C={c} minb={minb}{' linear' if linear else ''}"
                          f"{' x:ld.global' if xload else ''}{' bias:evict_last' if bload else ''}")
                 fns[label] = lambda x, b, args=(block, c, minb, linear, xload, bload): m.bias_gelu_occ(x, b, *args)
+            # Inductor's indexing in CUDA: int32, a block per 1024 elements, no guard (variants_gelu.cu)
+            fns["flat1024 int32"] = m.bias_gelu_flat1024
             if triton_gelu:  # Inductor's two 1-D candidates, written out (triton_flat_gelu.py)
                 from triton_flat_gelu import bias_gelu_flat
 
