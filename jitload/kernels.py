@@ -87,6 +87,14 @@ def sibling(spec_file: str, module: str) -> types.ModuleType:
     return sys.modules[unique]
 
 
+def triton_baseline(spec_file: str, module: str, function: str, device: torch.device) -> dict:
+    """A spec's ``baselines(device)`` for a Triton version in its folder: ``{"triton": module.function}`` on a
+    CUDA device where Triton is installed, else ``{}`` (the module imports triton, so it is not even read)."""
+    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
+        return {}
+    return {"triton": getattr(sibling(spec_file, module), function)}
+
+
 def row_shape(size: int, width: int, odd_width: int = 1003) -> tuple[int, int]:
     """A (rows, width) shape of about ``size`` elements for kernels that work on rows.
 

@@ -6,11 +6,10 @@ Python (autograd.py). Versions: 1 the seed's naive kernel, 2 grid-stride, 3 16-b
 """
 
 import functools
-import importlib.util
 
 import torch
 
-from jitload.kernels import sibling
+from jitload.kernels import sibling, triton_baseline
 
 NAME = "add_relu"
 SOURCES = ["add_relu.cpp", "add_relu_cpu.cpp"]
@@ -31,9 +30,7 @@ def candidates(ext) -> dict:
 
 def baselines(device: torch.device) -> dict:
     """Triton's version, where Triton and a GPU exist (timed, and checked like ours)."""
-    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
-        return {}
-    return {"triton": sibling(__file__, "triton_add_relu").add_relu}
+    return triton_baseline(__file__, "triton_add_relu", "add_relu", device)
 
 
 def slow_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

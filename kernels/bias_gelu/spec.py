@@ -4,12 +4,10 @@ Ops: ``torch.ops.jitload.bias_gelu(x, bias, approximate="none")`` (C++ autograd)
 ``bias_gelu_backward(grad, x, bias, approximate)`` -> (grad_x, grad_bias).
 """
 
-import importlib.util
-
 import torch
 import torch.nn.functional as F
 
-from jitload.kernels import row_shape, sibling
+from jitload.kernels import row_shape, triton_baseline
 
 NAME = "bias_gelu"
 SOURCES = ["bias_gelu.cpp", "bias_gelu_cpu.cpp"]
@@ -27,9 +25,7 @@ def candidates(ext) -> dict:
 
 def baselines(device: torch.device) -> dict:
     """Triton's version, where Triton and a GPU exist (timed, and checked like ours)."""
-    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
-        return {}
-    return {"triton": sibling(__file__, "triton_bias_gelu").bias_gelu}
+    return triton_baseline(__file__, "triton_bias_gelu", "bias_gelu", device)
 
 
 def reference_bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:

@@ -4,11 +4,9 @@ Op: ``torch.ops.jitload.rmsnorm(x, residual, weight, eps=1e-6) -> (out, new_resi
 ``new_residual = x + residual`` and ``out = new_residual * rsqrt(mean(new_residual**2) + eps) * weight``.
 """
 
-import importlib.util
-
 import torch
 
-from jitload.kernels import row_shape, sibling
+from jitload.kernels import row_shape, triton_baseline
 
 NAME = "rmsnorm"
 SOURCES = ["rmsnorm.cpp", "rmsnorm_cpu.cpp"]
@@ -26,9 +24,7 @@ def candidates(ext) -> dict:
 
 def baselines(device: torch.device) -> dict:
     """Triton's version (a row a program, in registers), where Triton and a GPU exist."""
-    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
-        return {}
-    return {"triton": sibling(__file__, "triton_rmsnorm").rmsnorm}
+    return triton_baseline(__file__, "triton_rmsnorm", "rmsnorm", device)
 
 
 def reference_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,

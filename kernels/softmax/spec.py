@@ -3,11 +3,9 @@
 Op: ``torch.ops.jitload.softmax(x)``; rows from 1 to 65536 (and more) elements wide.
 """
 
-import importlib.util
-
 import torch
 
-from jitload.kernels import row_shape, sibling
+from jitload.kernels import row_shape, triton_baseline
 
 NAME = "softmax"
 SOURCES = ["softmax.cpp", "softmax_cpu.cpp"]
@@ -24,9 +22,7 @@ def candidates(ext) -> dict:
 
 def baselines(device: torch.device) -> dict:
     """Triton's fused-softmax tutorial kernel, where Triton and a GPU exist."""
-    if device.type != "cuda" or importlib.util.find_spec("triton") is None:
-        return {}
-    return {"triton": sibling(__file__, "triton_softmax").softmax}
+    return triton_baseline(__file__, "triton_softmax", "softmax", device)
 
 
 def reference_softmax(x: torch.Tensor) -> torch.Tensor:

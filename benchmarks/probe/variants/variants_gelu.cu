@@ -71,24 +71,15 @@ torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int
 // The cache hints tried in run 10 on production's shape (.cs loads or stores, L1::no_allocate) all lost 1-8%.
 using F4 = jk::Vec<float, 4>;
 
+// the loads production's float32 forward took from this probe (jk_cuda.cuh), or the plain ones
 template <int XLOAD>
 __device__ __forceinline__ F4 load_x(const float* p) {
-    if constexpr (XLOAD == 0) return jk::load_vec<4>(p);
-    F4 v;
-    asm("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
-    return v;
+    return XLOAD ? jk::load_vec_global<4>(p) : jk::load_vec<4>(p);
 }
 
 template <int BLOAD>
 __device__ __forceinline__ F4 load_bias(const float* p) {
-    if constexpr (BLOAD == 0) return jk::load_vec<4>(p);
-    uint64_t policy;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    F4 v;
-    asm("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3])
-        : "l"(p), "l"(policy));
-    return v;
+    return BLOAD ? jk::load_vec_evict_last<4>(p) : jk::load_vec<4>(p);
 }
 
 template <int BLOCK, int C, int MINB, bool LINEAR, int XLOAD, int BLOAD>
