@@ -6,8 +6,8 @@
 #   tests        the whole test suite;  kerneltests  the kernel, stream and install tests only
 #   kernels      jitload bench --all --compiled (float32 and bfloat16) with a report and plots
 #   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
-#   variants     benchmarks/probe/variants.py: launch configurations of softmax and bias_gelu compared
-#                ($VARIANTS: which of the two, default both)
+#   variants     benchmarks/probe/variants.py: launch configurations of softmax, bias_gelu and rmsnorm compared
+#                ($VARIANTS: which, default softmax bias_gelu; $VARIANTS_ARGS: more of its options)
 #   inductor     benchmarks/probe/inductor_gelu.py in $INDUCTOR_RUNS (default 3) fresh processes: torch.compile's
 #                float32 bias_gelu beside ours, with Inductor's generated code and autotune choice
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
@@ -44,7 +44,8 @@ for part in "${parts[@]}"; do
                | tee "$OUT/kernels.txt" || status=1 ;;
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
-    variants) $PY benchmarks/probe/variants.py --out "$OUT" --kernels ${VARIANTS:-softmax bias_gelu} 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
+    variants) $PY benchmarks/probe/variants.py --out "$OUT" --kernels ${VARIANTS:-softmax bias_gelu} \
+                ${VARIANTS_ARGS:-} 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
     inductor)
       for i in $(seq "${INDUCTOR_RUNS:-3}"); do
         $PY benchmarks/probe/inductor_gelu.py --out "$OUT/inductor" 2>&1 | tee -a "$OUT/inductor.txt" || status=1

@@ -1,10 +1,11 @@
-"""Time launch configurations of softmax and bias_gelu that their launchers do not choose, beside the
+"""Time launch configurations of softmax, bias_gelu and rmsnorm that their launchers do not choose, beside the
 production op, Triton and eager torch, in one run on a GPU: which share of a row per thread, how many
 vectors in flight, column vectors and rows a thread, block order, loads and register caps (float32). The
 kernels are kernels/'s own (variants/*.cu include them; the float32 "occ" kernel is a probe-only copy of the
 rows kernel that takes those knobs).
 
-    python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu] [--dtypes bfloat16 float32]
+    python benchmarks/probe/variants.py [--out DIR] [--kernels softmax bias_gelu rmsnorm] [--dtypes ...]
+                                        [--only LABEL-PART ...]
 
 Prints one table per kernel and dtype (% of a device copy of the same bytes in the same run).
 """
@@ -25,15 +26,17 @@ KERNELS = os.path.join(HERE, "..", "..", "kernels")
 def build():
     flags = ["-O3", "-DJITLOAD_WITH_CUDA"]
     return load(name="jitload_variants", sources=[os.path.join(HERE, "variants", f)
-                                                   for f in ("variants.cu", "variants_gelu.cu")],
-                extra_include_paths=[os.path.join(KERNELS, d) for d in ("common", "softmax", "bias_gelu")],
+                                                   for f in ("variants.cu", "variants_gelu.cu", "variants_rmsnorm.cu")],
+                extra_include_paths=[os.path.join(KERNELS, d) for d in ("common", "softmax", "bias_gelu", "rmsnorm")],
                 extra_cflags=flags, extra_cuda_cflags=flags, verbose=False)
 
 
-def run(name, fns, spec, dtypes, sizes, reference, out):
+def run(name, fns, spec, dtypes, sizes, reference, out, only=()):
     for dtype in dtypes:
         checked = {}
         for label, fn in fns(dtype).items():
+            if only and label != "production" and not any(part in label for part in only):
+                continue
             # the variants take contiguous rows only; a variant that fails is reported and not timed
             report = jitload.check(fn, reference, spec.make_inputs, sizes=[2**20], dtypes=[dtype], device="cuda",
                                    trials=1, layouts=("contiguous",))
@@ -55,16 +58,20 @@ def main() -> None:
     parser.add_argument("--out", default="")
     parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
     parser.add_argument("--repeat", type=int, default=1, help="time each kernel's table this many times")
-    parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"], choices=["softmax", "bias_gelu"])
+    parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"],
+                        choices=["softmax", "bias_gelu", "rmsnorm"])
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="time production and the variants whose label contains one of these")
     parser.add_argument("--dtypes", nargs="*", default=["bfloat16", "float32"], choices=["bfloat16", "float32"])
     args = parser.parse_args()
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     m = build()
-    sm, bg = kernels.get("softmax"), kernels.get("bias_gelu")
-    sm.build(), bg.build()
+    sm, bg, rn = kernels.get("softmax"), kernels.get("bias_gelu"), kernels.get("rmsnorm")
+    sm.build(), bg.build(), rn.build()
     triton_softmax = sm.baselines(torch.device("cuda")).get("triton")
     triton_gelu = bg.baselines(torch.device("cuda")).get("triton")
+    triton_rmsnorm = rn.baselines(torch.device("cuda")).get("triton")
 
     def softmax_fns(dtype):
         fns = {"production": torch.ops.jitload.softmax}
@@ -108,12 +115,27 @@ def main() -> None:
         fns["eager"] = lambda x, b: torch.nn.functional.gelu(x + b)
         return fns
 
+    def rmsnorm_fns(dtype):
+        fns = {"production": torch.ops.jitload.rmsnorm}
+        vectors = rn.spec.WIDTH * dtype.itemsize // 16
+        for threads in (128, 256, 512, 1024):
+            for plain in (False, True):
+                if threads <= vectors and vectors // threads <= 4:
+                    label = f"{threads} threads/row K={vectors // threads}{' x,r:ld.global' if plain else ''}"
+                    fns[label] = lambda x, r, w, t=threads, p=plain: tuple(m.rmsnorm_shape(x, r, w, t, p))
+        if triton_rmsnorm:
+            fns["triton"] = triton_rmsnorm
+        return fns
+
+    dtypes = [getattr(torch, d) for d in args.dtypes]
     if "softmax" in args.kernels:
-        run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out)
-    if "bias_gelu" in args.kernels:
-        for _ in range(args.repeat):  # repeated tables show the spread between runs of the same kernels
-            run("bias_gelu", gelu_fns, bg.spec, [getattr(torch, d) for d in args.dtypes], args.sizes, bg.reference,
-                args.out)
+        run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out,
+            args.only)
+    for _ in range(args.repeat):  # repeated tables show the spread between runs of the same kernels
+        if "bias_gelu" in args.kernels:
+            run("bias_gelu", gelu_fns, bg.spec, dtypes, args.sizes, bg.reference, args.out, args.only)
+        if "rmsnorm" in args.kernels:
+            run("rmsnorm", rmsnorm_fns, rn.spec, dtypes, args.sizes, rn.reference, args.out, args.only)
 
 
 if __name__ == "__main__":

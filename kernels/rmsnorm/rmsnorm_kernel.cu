@@ -4,7 +4,10 @@
 #include "jk_rows.cuh"
 #include "rmsnorm.h"
 
-template <class T, int N, bool WARP>
+// K: vectors of its row a thread keeps in registers between the passes (more are re-read). PLAIN: x and residual
+// through load_vec_global (a plain ld.global, as Triton emits) instead of ld.global.nc; a knob for
+// benchmarks/probe/variants.py, off in production.
+template <class T, int N, bool WARP, int K = jk::kCached, bool PLAIN = false>
 __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ residual, const T* __restrict__ weight,
                                T* __restrict__ out, T* __restrict__ new_residual, int64_t rows, int64_t width,
                                double eps) {
@@ -18,11 +21,15 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
     T* nr = new_residual + offset;
     T* o = out + offset;
 
-    // Pass 1: new_residual = x + residual (kept in registers for the first kCached vectors), sum of squares.
-    jk::Vec<T, N> cached[jk::kCached];
+    // Pass 1: new_residual = x + residual (kept in registers for the first K vectors), sum of squares.
+    jk::Vec<T, N> cached[K];
     A sum_sq = 0;
+    auto load = [](const T* q) {
+        if constexpr (PLAIN && sizeof(jk::Vec<T, N>) == 16) return jk::load_vec_global<N>(q);
+        else return jk::load_vec<N>(q);
+    };
     auto add_one = [&](int64_t v) {
-        const jk::Vec<T, N> a = jk::load_vec<N>(xr + v * N), b = jk::load_vec<N>(rr + v * N);
+        const jk::Vec<T, N> a = load(xr + v * N), b = load(rr + v * N);
         jk::Vec<T, N> s;
 #pragma unroll
         for (int e = 0; e < N; ++e) {
@@ -34,11 +41,11 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
         return s;
     };
 #pragma unroll
-    for (int k = 0; k < jk::kCached; ++k) {
+    for (int k = 0; k < K; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
         if (v < vectors) cached[k] = add_one(v);
     }
-    for (int64_t v = p.lane + static_cast<int64_t>(jk::kCached) * p.width; v < vectors; v += p.width) add_one(v);
+    for (int64_t v = p.lane + static_cast<int64_t>(K) * p.width; v < vectors; v += p.width) add_one(v);
 
     sum_sq = WARP ? jk::warp_sum(sum_sq) : jk::block_sum(sum_sq, scratch);
     const A rstd = A(1) / sqrt(sum_sq / static_cast<A>(width) + static_cast<A>(eps));
@@ -52,11 +59,11 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
         jk::store_vec<N>(o + v * N, r);
     };
 #pragma unroll
-    for (int k = 0; k < jk::kCached; ++k) {
+    for (int k = 0; k < K; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
         if (v < vectors) scale_one(v, cached[k]);
     }
-    for (int64_t v = p.lane + static_cast<int64_t>(jk::kCached) * p.width; v < vectors; v += p.width) {
+    for (int64_t v = p.lane + static_cast<int64_t>(K) * p.width; v < vectors; v += p.width) {
         scale_one(v, jk::load_vec<N>(nr + v * N));  // this thread's own earlier store: visible to it
     }
 }

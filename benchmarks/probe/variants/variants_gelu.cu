@@ -203,6 +203,8 @@ torch::Tensor bias_gelu_occ(torch::Tensor x, torch::Tensor bias, int64_t block, 
 }
 
 torch::Tensor softmax_threads(torch::Tensor x, int64_t threads);
+std::vector<torch::Tensor> rmsnorm_shape(torch::Tensor x, torch::Tensor residual, torch::Tensor weight,
+                                         int64_t threads, bool plain);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("softmax_threads", &softmax_threads);
@@ -210,4 +212,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("bias_gelu_tile", &bias_gelu_tile);
     m.def("bias_gelu_occ", &bias_gelu_occ);
     m.def("bias_gelu_flat1024", &bias_gelu_flat1024);
+    m.def("rmsnorm_shape", &rmsnorm_shape);
 }
