@@ -12,6 +12,7 @@ Prints one table per kernel and dtype (% of a device copy of the same bytes in t
 
 import argparse
 import os
+from types import SimpleNamespace
 
 import torch
 from torch.utils.cpp_extension import load
@@ -49,7 +50,7 @@ def run(name, fns, spec, dtypes, sizes, reference, out, only=()):
         table = result.to_markdown()
         print(f"\n## {name} {dtype}\n\n{table}\n", flush=True)
         if out:
-            with open(os.path.join(out, f"variants-{name}.md"), "a") as f:
+            with open(os.path.join(out, f"variants-{name.replace(' ', '-')}.md"), "a") as f:
                 f.write(f"\n## {name} {dtype}\n\n{table}\n")
 
 
@@ -59,7 +60,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[2**26, 2**28])
     parser.add_argument("--repeat", type=int, default=1, help="time each kernel's table this many times")
     parser.add_argument("--kernels", nargs="*", default=["softmax", "bias_gelu"],
-                        choices=["softmax", "bias_gelu", "rmsnorm"])
+                        choices=["softmax", "bias_gelu", "bias_gelu_backward", "rmsnorm"])
     parser.add_argument("--only", nargs="*", default=[],
                         help="time production and the variants whose label contains one of these")
     parser.add_argument("--dtypes", nargs="*", default=["bfloat16", "float32"], choices=["bfloat16", "float32"])
@@ -127,6 +128,35 @@ def main() -> None:
             fns["triton"] = triton_rmsnorm
         return fns
 
+    # bias_gelu's backward as benchmarks/backward.py times it (grad_x, and the bias gradient as torch's sum over
+    # rows), and grad_x alone: which of the two parts loses bandwidth at 2^26 in bfloat16 (82% in run 12)
+    def backward_inputs(size, dtype, device):
+        rows, width = kernels.row_shape(size, 4096)
+        return tuple(torch.randn(*shape, dtype=dtype, device=device) for shape in ((rows, width), (rows, width),
+                                                                                    (width,)))
+
+    def backward_reference(grad, x, bias):
+        grad_x = torch.ops.aten.gelu_backward(grad, x + bias)
+        return grad_x, grad_x.sum(0)
+
+    def with_sum(grad_x):
+        return grad_x, grad_x.sum(0, dtype=torch.float32).to(grad_x.dtype)
+
+    tiles = ((1, 2, 512), (1, 2, 256), (1, 4, 256), (2, 1, 256), (2, 1, 512))
+
+    def backward_fns(dtype):
+        fns = {"production": lambda g, x, b: torch.ops.jitload.bias_gelu_backward(g, x, b)}
+        for c, k, block in tiles:
+            fns[f"tile C={c} K={k} block={block} + sum"] = (
+                lambda g, x, b, t=(c, k, block): with_sum(m.bias_gelu_tile_backward(g, x, b, *t)))
+        return fns
+
+    def grad_x_fns(dtype):
+        return {f"grad_x only: tile C={c} K={k} block={block}": (
+            lambda g, x, b, t=(c, k, block): m.bias_gelu_tile_backward(g, x, b, *t)) for c, k, block in tiles}
+
+    backward = SimpleNamespace(make_inputs=backward_inputs, bytes_moved=lambda n, dt: 4 * n * dt.itemsize)
+    grad_x = SimpleNamespace(make_inputs=backward_inputs, bytes_moved=lambda n, dt: 3 * n * dt.itemsize)
     dtypes = [getattr(torch, d) for d in args.dtypes]
     if "softmax" in args.kernels:
         run("softmax", softmax_fns, sm.spec, [torch.bfloat16, torch.float32], args.sizes, sm.reference, args.out,
@@ -134,6 +164,11 @@ def main() -> None:
     for _ in range(args.repeat):  # repeated tables show the spread between runs of the same kernels
         if "bias_gelu" in args.kernels:
             run("bias_gelu", gelu_fns, bg.spec, dtypes, args.sizes, bg.reference, args.out, args.only)
+        if "bias_gelu_backward" in args.kernels:
+            run("bias_gelu_backward", backward_fns, backward, dtypes, args.sizes, backward_reference, args.out,
+                args.only)
+            run("bias_gelu_backward grad_x", grad_x_fns, grad_x, dtypes, args.sizes,
+                lambda g, x, b: backward_reference(g, x, b)[0], args.out, args.only)
         if "rmsnorm" in args.kernels:
             run("rmsnorm", rmsnorm_fns, rn.spec, dtypes, args.sizes, rn.reference, args.out, args.only)
 

@@ -29,33 +29,49 @@ torch::Tensor bias_gelu_cfg(torch::Tensor x, torch::Tensor bias, int64_t u, bool
     return out;
 }
 
-// gelu(x + bias) with bias_gelu_rows_kernel (its loads as production's for the dtype): C column vectors in K
-// rows a thread, block threads a block, for the shapes variants.py times.
-torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k, int64_t block) {
+// gelu(x + bias), or its backward's grad_x when grad is defined, with bias_gelu_rows_kernel (its loads as
+// production's for the dtype): C column vectors in K rows a thread, block threads a block, for the shapes
+// variants.py times.
+template <bool BACKWARD>
+torch::Tensor tile(const char* op, torch::Tensor grad, torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k,
+                   int64_t block) {
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
-    jk::check_launch("bias_gelu_tile", jk::dispatch_cuda(jk::dtype_of("bias_gelu_tile", x), [&](auto tag) {
+    jk::check_launch(op, jk::dispatch_cuda(jk::dtype_of(op, x), [&](auto tag) {
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
         TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
         using Launch = bool (*)(const T*, const T*, const T*, T*, int64_t, int64_t, cudaStream_t, cudaError_t&);
         static const std::map<std::tuple<int64_t, int64_t, int64_t>, Launch> shapes{
-            {{1, 2, 512}, &launch_rows<T, N, false, false, 1, 2, 512>},
-            {{1, 2, 256}, &launch_rows<T, N, false, false, 1, 2, 256>},
-            {{2, 1, 128}, &launch_rows<T, N, false, false, 2, 1, 128>},
-            {{2, 1, 256}, &launch_rows<T, N, false, false, 2, 1, 256>},
-            {{2, 1, 512}, &launch_rows<T, N, false, false, 2, 1, 512>},
-            {{4, 1, 256}, &launch_rows<T, N, false, false, 4, 1, 256>},
+            {{1, 2, 512}, &launch_rows<T, N, BACKWARD, false, 1, 2, 512>},
+            {{1, 2, 256}, &launch_rows<T, N, BACKWARD, false, 1, 2, 256>},
+            {{1, 4, 256}, &launch_rows<T, N, BACKWARD, false, 1, 4, 256>},
+            {{2, 1, 128}, &launch_rows<T, N, BACKWARD, false, 2, 1, 128>},
+            {{2, 1, 256}, &launch_rows<T, N, BACKWARD, false, 2, 1, 256>},
+            {{2, 1, 512}, &launch_rows<T, N, BACKWARD, false, 2, 1, 512>},
+            {{4, 1, 256}, &launch_rows<T, N, BACKWARD, false, 4, 1, 256>},
         };
         const auto it = shapes.find({c, k, block});
-        TORCH_CHECK(it != shapes.end(), "bias_gelu_tile: no kernel for c ", c, ", k ", k, ", block ", block);
+        TORCH_CHECK(it != shapes.end(), op, ": no kernel for c ", c, ", k ", k, ", block ", block);
         cudaError_t err = cudaSuccess;
-        TORCH_CHECK(it->second(nullptr, static_cast<const T*>(x.data_ptr()), static_cast<const T*>(bias.data_ptr()),
+        TORCH_CHECK(it->second(BACKWARD ? static_cast<const T*>(grad.data_ptr()) : nullptr,
+                               static_cast<const T*>(x.data_ptr()), static_cast<const T*>(bias.data_ptr()),
                                static_cast<T*>(out.data_ptr()), rows, width, jk::stream(), err),
-                    "bias_gelu_tile: the grid does not fit");
+                    op, ": the grid does not fit");
         return err;
     }));
     return out;
+}
+
+torch::Tensor bias_gelu_tile(torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k, int64_t block) {
+    return tile<false>("bias_gelu_tile", torch::Tensor(), x, bias, c, k, block);
+}
+
+torch::Tensor bias_gelu_tile_backward(torch::Tensor grad, torch::Tensor x, torch::Tensor bias, int64_t c, int64_t k,
+                                      int64_t block) {
+    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous(),
+                "bias_gelu_tile_backward: contiguous grad and x of one shape");
+    return tile<true>("bias_gelu_tile_backward", grad, x, bias, c, k, block);
 }
 
 // Probe only: the rows kernel's float32 forward (C column vectors of one row a thread, as production's) under
@@ -210,6 +226,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("softmax_threads", &softmax_threads);
     m.def("bias_gelu_cfg", &bias_gelu_cfg);
     m.def("bias_gelu_tile", &bias_gelu_tile);
+    m.def("bias_gelu_tile_backward", &bias_gelu_tile_backward);
     m.def("bias_gelu_occ", &bias_gelu_occ);
     m.def("bias_gelu_flat1024", &bias_gelu_flat1024);
     m.def("rmsnorm_shape", &rmsnorm_shape);
