@@ -54,16 +54,19 @@ def test_bias_gelu_variants(built, approximate, device="cpu"):
     assert report.ok, report
 
 
-def _widths_case(device):
-    for width in (1, 7, 31, 32, 33, 1000, 1024, 4097, 16384, 65536):
-        yield width, torch.randn(3, width, device=device) * 4
+def _widths_case(device, dtype):
+    # every launch path of both row kernels: a warp a row (up to 128 vectors), a block a row with 2 bfloat16
+    # vectors a thread (up to 2048: 16384 wide), with 4 (65536), and the scalar path (odd widths)
+    for width in (1, 7, 31, 32, 33, 1000, 1024, 4097, 4104, 16384, 65536):
+        yield width, torch.randn(3, width, device=device, dtype=dtype) * 4
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
-def test_row_kernels_from_1_to_65536_wide(built, device):
-    for width, x in _widths_case(device):
+def test_row_kernels_from_1_to_65536_wide(built, device, dtype):
+    for width, x in _widths_case(device, dtype):
         torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1), msg=f"softmax width {width}")
-        res, w = torch.randn_like(x), torch.randn(width, device=device)
+        res, w = torch.randn_like(x), torch.randn(width, device=device, dtype=dtype)
         out, new_res = torch.ops.jitload.rmsnorm(x, res, w, 1e-6)
         expected, expected_res = built["rmsnorm"][0].reference(x, res, w, 1e-6)
         torch.testing.assert_close(new_res, expected_res, msg=f"rmsnorm residual width {width}")

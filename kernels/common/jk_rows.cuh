@@ -15,12 +15,13 @@ struct RowLaunch {
     int64_t blocks;
 };
 
-inline RowLaunch row_launch(int64_t rows, int64_t vectors_per_row) {
+// block_cached: the vectors a thread of a block-per-row launch is sized to hold (kCached or fewer).
+inline RowLaunch row_launch(int64_t rows, int64_t vectors_per_row, int block_cached = kCached) {
     if (vectors_per_row <= 32 * kCached) {
         // 8 rows of 32 threads per block: short rows would leave most of a block-per-row idle
         return {true, 256, ceil_div<int64_t>(rows, 8)};
     }
-    int threads = static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(vectors_per_row, kCached)));
+    int threads = static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(vectors_per_row, block_cached)));
     threads = std::max(64, ceil_div(threads, 32) * 32);
     return {false, threads, rows};
 }

@@ -68,13 +68,26 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
     }
 }
 
+// A block per row of 16-bit 16-byte vectors holds 2 of them a thread, not kCached: at width 4096 (512 vectors)
+// 256 threads x 2 (43 registers) ran at 98.7-99.7% of the copy where 128 x 4 (54 registers) ran at 96.6-97.2%
+// and Triton's row-a-program kernel at 96.0-97.8% (H200, run 14 in benchmarks/results/2026-12-03-h200-kernels/).
+// float32 keeps kCached: 256 x 4 was level with the best there (98.5-99.0%). Rows of more than 2048 vectors
+// keep kCached too, so that 1024 threads still hold 4096 of them.
+template <class T, int N>
+constexpr int kBlockCached = sizeof(T) == 2 && N > 1 ? 2 : jk::kCached;
+
 template <class T, int N>
 cudaError_t launch(const T* x, const T* r, const T* w, T* o, T* nr, int64_t rows, int64_t width, double eps,
                    cudaStream_t stream) {
-    const jk::RowLaunch l = jk::row_launch(rows, width / N);
+    const int64_t vectors = width / N;
+    constexpr int few = kBlockCached<T, N>;
+    const bool fewer = few < jk::kCached && vectors <= 1024 * few;
+    const jk::RowLaunch l = jk::row_launch(rows, vectors, fewer ? few : jk::kCached);
     const unsigned blocks = static_cast<unsigned>(l.blocks);
     if (l.warp_per_row) {
         rmsnorm_kernel<T, N, true><<<blocks, l.threads, 0, stream>>>(x, r, w, o, nr, rows, width, eps);
+    } else if (fewer) {
+        rmsnorm_kernel<T, N, false, few><<<blocks, l.threads, 0, stream>>>(x, r, w, o, nr, rows, width, eps);
     } else {
         rmsnorm_kernel<T, N, false><<<blocks, l.threads, 0, stream>>>(x, r, w, o, nr, rows, width, eps);
     }
