@@ -341,6 +341,31 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(built, dtype, approximate):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=["float32", "bfloat16", "float16", "float64"])
+def test_cuda_bias_gelu_backward_fuses_the_bias_gradient(built, dtype):
+    # The CUDA backward sums grad_x into the bias gradient in its own kernel, in groups of 64 rows and blocks of
+    # 64 column vectors (kernels/bias_gelu): rows around a group, widths of one vector, one past a block, 4096,
+    # and an odd width (no whole vectors: grad_x's kernel, then torch's sum). The bias gradient must be the sum
+    # of grad_x as stored, within what accumulating `rows` values in float32 (float64) can lose, and the same
+    # bits on every call.
+    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    acc_eps = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
+    for rows in (1, 63, 64, 65, 200):
+        for width in (vec, 65 * vec, 4096, 1003):
+            grad, x = (torch.randn(rows, width, dtype=dtype, device="cuda") for _ in range(2))
+            bias = torch.randn(width, dtype=dtype, device="cuda")
+            grad_x, grad_bias = torch.ops.jitload.bias_gelu_backward(grad, x, bias)
+            want = torch.ops.aten.gelu_backward(grad.double(), (x + bias).double())
+            tol = {"rtol": 1e-2, "atol": 1e-2} if vec == 8 else {}
+            torch.testing.assert_close(grad_x.double(), want, **tol, msg=f"grad_x {rows} x {width}")
+            exact = grad_x.double().sum(0)
+            bound = torch.finfo(dtype).eps * exact.abs() + rows * acc_eps * grad_x.double().abs().sum(0)
+            assert ((grad_bias.double() - exact).abs() <= bound).all(), f"grad_bias {rows} x {width}"
+            assert torch.equal(torch.ops.jitload.bias_gelu_backward(grad, x, bias)[1], grad_bias)
+
+
+@pytest.mark.cuda
 def test_cuda_misaligned_inputs_take_the_scalar_path(built):
     base = torch.randn(2**20 + 8, device="cuda")
     a, b = base[1:2**20 + 1], base[3:2**20 + 3]  # 4 and 12 bytes past a 16-byte boundary

@@ -128,8 +128,9 @@ def main() -> None:
             fns["triton"] = triton_rmsnorm
         return fns
 
-    # bias_gelu's backward as benchmarks/backward.py times it (grad_x, and the bias gradient as torch's sum over
-    # rows), and grad_x alone: which of the two parts loses bandwidth at 2^26 in bfloat16 (82% in run 12)
+    # bias_gelu's backward as benchmarks/backward.py times it (grad_x and the bias gradient), by grad_x's kernel
+    # then torch's sum over rows, or fused; and grad_x alone: which part lost bandwidth at 2^26 in bfloat16
+    # (82% in run 12). The % is of a copy of 4 passes, so the fused forms, which make 3, can pass 100%.
     def backward_inputs(size, dtype, device):
         rows, width = kernels.row_shape(size, 4096)
         return tuple(torch.randn(*shape, dtype=dtype, device=device) for shape in ((rows, width), (rows, width),
@@ -149,6 +150,12 @@ def main() -> None:
         for c, k, block in tiles:
             fns[f"tile C={c} K={k} block={block} + sum"] = (
                 lambda g, x, b, t=(c, k, block): with_sum(m.bias_gelu_tile_backward(g, x, b, *t)))
+        # the bias gradient fused: K rows in flight, COLS column vectors x ROWL threads a column, rows a group
+        for k, cols, rowl, group in ((2, 64, 4, 64), (1, 64, 4, 64), (4, 64, 4, 64), (2, 32, 8, 64),
+                                     (2, 128, 2, 64), (2, 256, 1, 64), (1, 256, 1, 64), (1, 128, 4, 64),
+                                     (2, 64, 4, 32), (2, 64, 4, 128), (2, 64, 4, 256)):
+            fns[f"fused K={k} COLS={cols} ROWL={rowl} group={group}"] = (
+                lambda g, x, b, t=(k, cols, rowl, group): tuple(m.bias_gelu_backward_fused(g, x, b, *t)))
         return fns
 
     def grad_x_fns(dtype):

@@ -54,11 +54,22 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, co
     const jk::DType dtype = jk::dtype_of("bias_gelu_backward", x);
     const at::Tensor gc = grad.contiguous(), xc = x.contiguous(), bc = bias.contiguous();
     at::Tensor grad_x = at::empty_like(xc);
+    const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
     if (!x.is_meta() && grad_x.numel() > 0) {
         const int64_t width = x.size(-1), rows = grad_x.numel() / width;
         if (x.is_cuda()) {
 #ifdef JITLOAD_WITH_CUDA
             const c10::cuda::CUDAGuard guard(x.device());
+            if (bias_gelu_backward_fuses(dtype, gc.data_ptr(), xc.data_ptr(), bc.data_ptr(), grad_x.data_ptr(), rows,
+                                         width)) {
+                // the kernel writes grad_x and each group of rows' column sums; torch adds up the groups
+                at::Tensor partial = at::empty({bias_gelu_sum_groups(rows), width}, x.options().dtype(acc));
+                jk::check_launch("bias_gelu_backward",
+                                 bias_gelu_backward_sum_cuda(dtype, gc.data_ptr(), xc.data_ptr(), bc.data_ptr(),
+                                                             grad_x.data_ptr(), partial.data_ptr(), rows, width, tanh,
+                                                             jk::stream()));
+                return {grad_x, partial.sum(0).to(x.scalar_type())};
+            }
             jk::check_launch("bias_gelu_backward", bias_gelu_backward_cuda(dtype, gc.data_ptr(), xc.data_ptr(),
                              bc.data_ptr(), grad_x.data_ptr(), rows, width, tanh, jk::stream()));
 #endif
@@ -70,7 +81,6 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, co
     // The bias gradient: grad_x summed over every row, accumulated in float32 (torch's reduction kernel).
     std::vector<int64_t> dims(x.dim() - 1);
     std::iota(dims.begin(), dims.end(), 0);
-    const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
     at::Tensor grad_bias = at::sum(grad_x, dims, /*keepdim=*/false, acc).to(x.scalar_type());
     return {grad_x, grad_bias};
 }

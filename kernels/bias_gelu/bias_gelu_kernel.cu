@@ -226,6 +226,99 @@ bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t
     return true;
 }
 
+// The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s
+// for 16384 x 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel
+// ran at 97.7%: run 14 in benchmarks/results/2026-12-03-h200-kernels/). Here a block covers COLS column
+// vectors of a group of `group_rows` rows, ROWL threads a column (rows r, r + ROWL, ..., K in flight); each
+// thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the block adds its ROWL
+// partial sums through shared memory, and partial[group][col] receives them for the binding to sum over
+// groups. The order of every sum is fixed by the shape alone: the same bias gradient on every run and GPU.
+template <class T, int N, int K, int COLS, int ROWL, bool TANH, bool FAST = kFast<T>>
+__global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const T* __restrict__ x,
+                                              const T* __restrict__ bias, T* __restrict__ out,
+                                              jk::acc_t<T>* __restrict__ partial, int64_t rows, int64_t width,
+                                              unsigned col_blocks, int64_t group_rows) {
+    using A = jk::acc_t<T>;
+    unsigned group = blockIdx.x, col_block = 0;
+    if (col_blocks > 1) {
+        group = blockIdx.x / col_blocks;
+        col_block = blockIdx.x - group * col_blocks;
+    }
+    const int lane = threadIdx.x % COLS, rlane = threadIdx.x / COLS;
+    const int64_t col = (static_cast<int64_t>(col_block) * COLS + lane) * N;
+    const bool active = col < width;  // inactive threads still reach the barrier
+    const int64_t first = static_cast<int64_t>(group) * group_rows;
+    const int64_t end = first + group_rows < rows ? first + group_rows : rows;
+    jk::Vec<T, N> b;
+    if (active) b = jk::load_vec<N>(bias + col);
+    A sum[N] = {};
+    for (int64_t row = first + rlane; active && row < end; row += int64_t(K) * ROWL) {
+        jk::Vec<T, N> xv[K], gv[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int64_t r = row + int64_t(k) * ROWL;
+            if (r < end) {
+                xv[k] = jk::load_vec<N>(x + r * width + col);
+                gv[k] = jk::load_vec<N>(grad + r * width + col);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int64_t r = row + int64_t(k) * ROWL;
+            if (r < end) {
+                jk::Vec<T, N> y;
+                bias_gelu_vec<T, N, true, TANH, FAST>(xv[k], b, gv[k], y);
+                if constexpr (sizeof(y) == 16) {
+                    jk::store_vec_global<N>(out + r * width + col, y);
+                } else {
+                    jk::store_vec<N>(out + r * width + col, y);
+                }
+#pragma unroll
+                for (int e = 0; e < N; ++e) sum[e] += jk::to_acc(y.v[e]);
+            }
+        }
+    }
+    if constexpr (ROWL > 1) {
+        __shared__ A others[ROWL - 1][N][COLS];  // [e][lane]: consecutive lanes, consecutive banks
+        if (rlane > 0) {
+#pragma unroll
+            for (int e = 0; e < N; ++e) others[rlane - 1][e][lane] = sum[e];
+        }
+        __syncthreads();
+        if (rlane > 0) return;
+#pragma unroll
+        for (int r = 0; r < ROWL - 1; ++r) {
+#pragma unroll
+            for (int e = 0; e < N; ++e) sum[e] += others[r][e][lane];
+        }
+    }
+    if (!active) return;
+    A* p = partial + static_cast<int64_t>(group) * width + col;
+#pragma unroll
+    for (int e = 0; e < N; ++e) p[e] = sum[e];
+}
+
+// The fused backward's shape: column vectors and threads a column a block, rows in flight a thread.
+template <class T>
+constexpr int kSumCols = 64;
+template <class T>
+constexpr int kSumRowLanes = 4;
+template <class T>
+constexpr int kSumK = 2;
+
+int64_t bias_gelu_sum_groups(int64_t rows) { return jk::ceil_div<int64_t>(rows, kBiasGradRows); }
+
+template <class T, int N, bool TANH, int K = kSumK<T>, int COLS = kSumCols<T>, int ROWL = kSumRowLanes<T>>
+cudaError_t launch_sum(const T* g, const T* a, const T* b, T* z, jk::acc_t<T>* partial, int64_t rows,
+                       int64_t width, int64_t group_rows, cudaStream_t stream) {
+    const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, COLS);
+    const int64_t blocks = jk::ceil_div<int64_t>(rows, group_rows) * col_blocks;
+    bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>
+        <<<static_cast<unsigned>(blocks), COLS * ROWL, 0, stream>>>(g, a, b, z, partial, rows, width,
+                                                                    static_cast<unsigned>(col_blocks), group_rows);
+    return cudaGetLastError();
+}
+
 // The flat kernel's vectors per thread per step and blocks per SM (each thread loops over the rest): the best
 // measured on the H200 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-bias_gelu.md), before
 // the rows kernel took the common case. 16-bit types: 2 and 32, 91-92% of the copy bandwidth (one thread per
@@ -271,10 +364,15 @@ cudaError_t launch(jk::DType dtype, const void* grad, const void* x, const void*
         const bool vec = width % N == 0 && jk::aligned16(a) && jk::aligned16(b) && jk::aligned16(z) &&
                          (!BACKWARD || jk::aligned16(g));
         if (vec) {
-            cudaError_t err;
-            const bool done = tanh ? launch_rows<T, N, BACKWARD, true>(g, a, b, z, rows, width, stream, err)
-                                   : launch_rows<T, N, BACKWARD, false>(g, a, b, z, rows, width, stream, err);
-            return done ? err : launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream);
+            // the backward's rows of whole vectors take bias_gelu_backward_sum_kernel (the binding asks
+            // bias_gelu_backward_fuses first); only a grid too large for it comes here
+            if constexpr (!BACKWARD) {
+                cudaError_t err;
+                const bool done = tanh ? launch_rows<T, N, false, true>(g, a, b, z, rows, width, stream, err)
+                                       : launch_rows<T, N, false, false>(g, a, b, z, rows, width, stream, err);
+                if (done) return err;
+            }
+            return launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream);
         }
         return launch_n<T, 1, BACKWARD>(g, a, b, z, n, width, tanh, stream);
     });
@@ -288,4 +386,34 @@ cudaError_t bias_gelu_forward_cuda(jk::DType dtype, const void* x, const void* b
 cudaError_t bias_gelu_backward_cuda(jk::DType dtype, const void* grad, const void* x, const void* bias, void* grad_x,
                                     int64_t rows, int64_t width, bool tanh, cudaStream_t stream) {
     return launch<true>(dtype, grad, x, bias, grad_x, rows, width, tanh, stream);
+}
+
+bool bias_gelu_backward_fuses(jk::DType dtype, const void* grad, const void* x, const void* bias,
+                              const void* grad_x, int64_t rows, int64_t width) {
+    bool fuses = false;
+    jk::dispatch_cuda(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        constexpr int N = jk::kVec<T>;
+        const int64_t blocks = bias_gelu_sum_groups(rows) * jk::ceil_div<int64_t>(width / N, kSumCols<T>);
+        fuses = rows > 0 && width % N == 0 && blocks <= 0x7fffffff && jk::aligned16(grad) && jk::aligned16(x) &&
+                jk::aligned16(bias) && jk::aligned16(grad_x);
+        return cudaSuccess;
+    });
+    return fuses;
+}
+
+cudaError_t bias_gelu_backward_sum_cuda(jk::DType dtype, const void* grad, const void* x, const void* bias,
+                                        void* grad_x, void* partial, int64_t rows, int64_t width, bool tanh,
+                                        cudaStream_t stream) {
+    return jk::dispatch_cuda(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        constexpr int N = jk::kVec<T>;
+        const T* g = static_cast<const T*>(grad);
+        const T* a = static_cast<const T*>(x);
+        const T* b = static_cast<const T*>(bias);
+        T* z = static_cast<T*>(grad_x);
+        auto* p = static_cast<jk::acc_t<T>*>(partial);
+        return tanh ? launch_sum<T, N, true>(g, a, b, z, p, rows, width, kBiasGradRows, stream)
+                    : launch_sum<T, N, false>(g, a, b, z, p, rows, width, kBiasGradRows, stream);
+    });
 }

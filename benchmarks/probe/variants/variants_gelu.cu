@@ -74,6 +74,40 @@ torch::Tensor bias_gelu_tile_backward(torch::Tensor grad, torch::Tensor x, torch
     return tile<true>("bias_gelu_tile_backward", grad, x, bias, c, k, block);
 }
 
+// The backward with the bias gradient fused (bias_gelu_backward_sum_kernel, erf form): K rows in flight, COLS
+// column vectors and ROWL threads a column a block, group_rows rows a partial sum; returns (grad_x, grad_bias).
+std::vector<torch::Tensor> bias_gelu_backward_fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias,
+                                                    int64_t k, int64_t cols, int64_t rowl, int64_t group_rows) {
+    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous() && group_rows > 0,
+                "bias_gelu_backward_fused: contiguous grad and x of one shape, group_rows > 0");
+    auto out = torch::empty_like(x);
+    const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
+    const auto acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    auto partial = torch::empty({jk::ceil_div<int64_t>(rows, group_rows), width}, x.options().dtype(acc));
+    jk::check_launch("bias_gelu_backward_fused", jk::dispatch_cuda(jk::dtype_of("bias_gelu_backward_fused", x),
+                                                                   [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        constexpr int N = jk::kVec<T>;
+        TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
+        using Launch = cudaError_t (*)(const T*, const T*, const T*, T*, jk::acc_t<T>*, int64_t, int64_t, int64_t,
+                                       cudaStream_t);
+        static const std::map<std::tuple<int64_t, int64_t, int64_t>, Launch> shapes{
+            {{2, 64, 4}, &launch_sum<T, N, false, 2, 64, 4>},   {{1, 64, 4}, &launch_sum<T, N, false, 1, 64, 4>},
+            {{4, 64, 4}, &launch_sum<T, N, false, 4, 64, 4>},   {{2, 32, 8}, &launch_sum<T, N, false, 2, 32, 8>},
+            {{2, 128, 2}, &launch_sum<T, N, false, 2, 128, 2>}, {{2, 256, 1}, &launch_sum<T, N, false, 2, 256, 1>},
+            {{1, 256, 1}, &launch_sum<T, N, false, 1, 256, 1>}, {{1, 128, 4}, &launch_sum<T, N, false, 1, 128, 4>},
+        };
+        const auto it = shapes.find({k, cols, rowl});
+        TORCH_CHECK(it != shapes.end(), "bias_gelu_backward_fused: no kernel for k ", k, ", cols ", cols, ", rowl ",
+                    rowl);
+        if (rows == 0) return cudaSuccess;
+        return it->second(static_cast<const T*>(grad.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                          static_cast<const T*>(bias.data_ptr()), static_cast<T*>(out.data_ptr()),
+                          static_cast<jk::acc_t<T>*>(partial.data_ptr()), rows, width, group_rows, jk::stream());
+    }));
+    return {out, partial.sum(0).to(x.scalar_type())};
+}
+
 // Probe only: the rows kernel's float32 forward (C column vectors of one row a thread, as production's) under
 // a register cap, a block order and the loads Triton emits, to see why Inductor's XBLOCK=1024 / 4-warp kernel
 // reaches 98-100% of the copy where ours reaches 95-98% (run 10). Both spend ~36-38 instructions an element
@@ -227,6 +261,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("bias_gelu_cfg", &bias_gelu_cfg);
     m.def("bias_gelu_tile", &bias_gelu_tile);
     m.def("bias_gelu_tile_backward", &bias_gelu_tile_backward);
+    m.def("bias_gelu_backward_fused", &bias_gelu_backward_fused);
     m.def("bias_gelu_occ", &bias_gelu_occ);
     m.def("bias_gelu_flat1024", &bias_gelu_flat1024);
     m.def("rmsnorm_shape", &rmsnorm_shape);
