@@ -344,25 +344,26 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(built, dtype, approximate):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
                          ids=["float32", "bfloat16", "float16", "float64"])
 def test_cuda_bias_gelu_backward_fuses_the_bias_gradient(built, dtype):
-    # The CUDA backward sums grad_x into the bias gradient in its own kernel, in groups of 64 rows and blocks of
-    # 64 column vectors (kernels/bias_gelu): rows around a group, widths of one vector, one past a block, 4096,
-    # and an odd width (no whole vectors: grad_x's kernel, then torch's sum). The bias gradient must be the sum
-    # of grad_x as stored, within what accumulating `rows` values in float32 (float64) can lose, and the same
-    # bits on every call.
+    # The CUDA backward sums grad_x into the bias gradient in its own kernel: blocks of 64 column vectors x 4
+    # row lanes, each over a group of rows (as many groups as make one wave of blocks; kernels/bias_gelu).
+    # Widths of one vector, one past a block, 4096, and an odd width (no whole vectors: grad_x's kernel, then
+    # torch's sum); from 1 row to 5000 (groups of 103 rows at 4096 on an H200, a thread looping over ~26).
+    # The bias gradient must be the sum of grad_x as stored, within what accumulating `rows` values in
+    # float32 (float64) can lose, and the same bits on every call.
     vec = 16 // torch.tensor([], dtype=dtype).element_size()
     acc_eps = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
-    for rows in (1, 63, 64, 65, 200):
-        for width in (vec, 65 * vec, 4096, 1003):
-            grad, x = (torch.randn(rows, width, dtype=dtype, device="cuda") for _ in range(2))
-            bias = torch.randn(width, dtype=dtype, device="cuda")
-            grad_x, grad_bias = torch.ops.jitload.bias_gelu_backward(grad, x, bias)
-            want = torch.ops.aten.gelu_backward(grad.double(), (x + bias).double())
-            tol = {"rtol": 1e-2, "atol": 1e-2} if vec == 8 else {}
-            torch.testing.assert_close(grad_x.double(), want, **tol, msg=f"grad_x {rows} x {width}")
-            exact = grad_x.double().sum(0)
-            bound = torch.finfo(dtype).eps * exact.abs() + rows * acc_eps * grad_x.double().abs().sum(0)
-            assert ((grad_bias.double() - exact).abs() <= bound).all(), f"grad_bias {rows} x {width}"
-            assert torch.equal(torch.ops.jitload.bias_gelu_backward(grad, x, bias)[1], grad_bias)
+    shapes = [(rows, width) for rows in (1, 63, 64, 65, 200) for width in (vec, 65 * vec, 4096, 1003)]
+    for rows, width in [*shapes, (5000, 4096)]:
+        grad, x = (torch.randn(rows, width, dtype=dtype, device="cuda") for _ in range(2))
+        bias = torch.randn(width, dtype=dtype, device="cuda")
+        grad_x, grad_bias = torch.ops.jitload.bias_gelu_backward(grad, x, bias)
+        want = torch.ops.aten.gelu_backward(grad.double(), (x + bias).double())
+        tol = {"rtol": 1e-2, "atol": 1e-2} if vec == 8 else {}
+        torch.testing.assert_close(grad_x, want.to(dtype), **tol, msg=f"grad_x {rows} x {width}")
+        exact = grad_x.double().sum(0)
+        bound = torch.finfo(dtype).eps * exact.abs() + rows * acc_eps * grad_x.double().abs().sum(0)
+        assert ((grad_bias.double() - exact).abs() <= bound).all(), f"grad_bias {rows} x {width}"
+        assert torch.equal(torch.ops.jitload.bias_gelu_backward(grad, x, bias)[1], grad_bias)
 
 
 @pytest.mark.cuda

@@ -1,7 +1,7 @@
 // The torch-free interface of bias_gelu: out = gelu(x + bias), bias broadcast over the last dimension
 // (x seen as rows x width), exact (erf) or tanh-approximated; and its backward: grad_x, and the bias gradient
-// (grad_x summed over rows), on CUDA fused into grad_x's kernel as partial sums over groups of kBiasGradRows
-// rows that the binding adds up (on the CPU, and where the fused kernel does not apply, torch's reduction).
+// (grad_x summed over rows), on CUDA fused into grad_x's kernel as partial sums over groups of rows that the
+// binding adds up (on the CPU, and where the fused kernel does not apply, torch's reduction).
 #pragma once
 #include <cstdint>
 
@@ -19,13 +19,13 @@ cudaError_t bias_gelu_forward_cuda(jk::DType dtype, const void* x, const void* b
 cudaError_t bias_gelu_backward_cuda(jk::DType dtype, const void* grad, const void* x, const void* bias, void* grad_x,
                                     int64_t rows, int64_t width, bool tanh, cudaStream_t stream);
 
-// The fused backward: rows of whole 16-byte vectors, all four pointers 16-byte aligned, and a grid that fits.
-constexpr int64_t kBiasGradRows = 64;
-int64_t bias_gelu_sum_groups(int64_t rows);  // the partial sums' rows: ceil(rows / kBiasGradRows)
+// The fused backward: rows of whole 16-byte vectors and all four pointers 16-byte aligned.
 bool bias_gelu_backward_fuses(jk::DType dtype, const void* grad, const void* x, const void* bias,
                               const void* grad_x, int64_t rows, int64_t width);
-// grad_x, and partial[bias_gelu_sum_groups(rows)][width] in float (double for float64): each group's column sums
+// Rows a partial sum covers, for this GPU (one wave of the fused kernel's blocks).
+int64_t bias_gelu_sum_group_rows(jk::DType dtype, int64_t rows, int64_t width, bool tanh);
+// grad_x, and partial[ceil(rows / group_rows)][width] in float (double for float64): each group's column sums
 cudaError_t bias_gelu_backward_sum_cuda(jk::DType dtype, const void* grad, const void* x, const void* bias,
-                                        void* grad_x, void* partial, int64_t rows, int64_t width, bool tanh,
-                                        cudaStream_t stream);
+                                        void* grad_x, void* partial, int64_t rows, int64_t width, int64_t group_rows,
+                                        bool tanh, cudaStream_t stream);
 #endif

@@ -169,4 +169,15 @@ inline int sm_count() {
     return device < 64 && cached[device] > 0 ? cached[device] : 132;
 }
 
+// How many blocks of KERNEL, at `threads` threads (always the same for one KERNEL), one SM holds at once: the
+// occupancy calculator's answer, asked once per device.
+template <auto KERNEL>
+int blocks_per_sm(int threads) {
+    static int cached[64] = {};
+    int device = 0;
+    cudaGetDevice(&device);
+    if (device < 64 && cached[device] == 0) cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cached[device], KERNEL, threads, 0);
+    return device < 64 && cached[device] > 0 ? cached[device] : 1;
+}
+
 }  // namespace jk

@@ -75,37 +75,50 @@ torch::Tensor bias_gelu_tile_backward(torch::Tensor grad, torch::Tensor x, torch
 }
 
 // The backward with the bias gradient fused (bias_gelu_backward_sum_kernel, erf form): K rows in flight, COLS
-// column vectors and ROWL threads a column a block, group_rows rows a partial sum; returns (grad_x, grad_bias).
-std::vector<torch::Tensor> bias_gelu_backward_fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias,
-                                                    int64_t k, int64_t cols, int64_t rowl, int64_t group_rows) {
-    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous() && group_rows > 0,
-                "bias_gelu_backward_fused: contiguous grad and x of one shape, group_rows > 0");
+// column vectors and ROWL threads a column a block, group_rows rows a partial sum (0: production's rule, one
+// wave of blocks); returns (grad_x, grad_bias).
+template <class T, int N, int K, int COLS, int ROWL>
+std::vector<torch::Tensor> fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias, int64_t group_rows) {
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
+    if (group_rows == 0) group_rows = rows ? sum_group_rows<T, N, false, K, COLS, ROWL>(rows, width) : 1;
     const auto acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     auto partial = torch::empty({jk::ceil_div<int64_t>(rows, group_rows), width}, x.options().dtype(acc));
+    if (rows > 0) {
+        jk::check_launch("bias_gelu_backward_fused",
+                         launch_sum<T, N, false, K, COLS, ROWL>(
+                             static_cast<const T*>(grad.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                             static_cast<const T*>(bias.data_ptr()), static_cast<T*>(out.data_ptr()),
+                             static_cast<jk::acc_t<T>*>(partial.data_ptr()), rows, width, group_rows, jk::stream()));
+    }
+    return {out, partial.sum(0).to(x.scalar_type())};
+}
+
+std::vector<torch::Tensor> bias_gelu_backward_fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias,
+                                                    int64_t k, int64_t cols, int64_t rowl, int64_t group_rows) {
+    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous() && group_rows >= 0,
+                "bias_gelu_backward_fused: contiguous grad and x of one shape, group_rows >= 0");
+    std::vector<torch::Tensor> result;
     jk::check_launch("bias_gelu_backward_fused", jk::dispatch_cuda(jk::dtype_of("bias_gelu_backward_fused", x),
                                                                    [&](auto tag) {
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
-        TORCH_CHECK(width % N == 0, "width must be a multiple of ", N);
-        using Launch = cudaError_t (*)(const T*, const T*, const T*, T*, jk::acc_t<T>*, int64_t, int64_t, int64_t,
-                                       cudaStream_t);
-        static const std::map<std::tuple<int64_t, int64_t, int64_t>, Launch> shapes{
-            {{2, 64, 4}, &launch_sum<T, N, false, 2, 64, 4>},   {{1, 64, 4}, &launch_sum<T, N, false, 1, 64, 4>},
-            {{4, 64, 4}, &launch_sum<T, N, false, 4, 64, 4>},   {{2, 32, 8}, &launch_sum<T, N, false, 2, 32, 8>},
-            {{2, 128, 2}, &launch_sum<T, N, false, 2, 128, 2>}, {{2, 256, 1}, &launch_sum<T, N, false, 2, 256, 1>},
-            {{1, 256, 1}, &launch_sum<T, N, false, 1, 256, 1>}, {{1, 128, 4}, &launch_sum<T, N, false, 1, 128, 4>},
+        TORCH_CHECK(x.size(-1) % N == 0, "width must be a multiple of ", N);
+        using Fused = std::vector<torch::Tensor> (*)(torch::Tensor, torch::Tensor, torch::Tensor, int64_t);
+        static const std::map<std::tuple<int64_t, int64_t, int64_t>, Fused> shapes{
+            {{2, 64, 4}, &fused<T, N, 2, 64, 4>},   {{1, 64, 4}, &fused<T, N, 1, 64, 4>},
+            {{4, 64, 4}, &fused<T, N, 4, 64, 4>},   {{2, 32, 8}, &fused<T, N, 2, 32, 8>},
+            {{2, 128, 2}, &fused<T, N, 2, 128, 2>}, {{2, 256, 1}, &fused<T, N, 2, 256, 1>},
+            {{1, 256, 1}, &fused<T, N, 1, 256, 1>}, {{1, 128, 4}, &fused<T, N, 1, 128, 4>},
+            {{1, 32, 8}, &fused<T, N, 1, 32, 8>},
         };
         const auto it = shapes.find({k, cols, rowl});
         TORCH_CHECK(it != shapes.end(), "bias_gelu_backward_fused: no kernel for k ", k, ", cols ", cols, ", rowl ",
                     rowl);
-        if (rows == 0) return cudaSuccess;
-        return it->second(static_cast<const T*>(grad.data_ptr()), static_cast<const T*>(x.data_ptr()),
-                          static_cast<const T*>(bias.data_ptr()), static_cast<T*>(out.data_ptr()),
-                          static_cast<jk::acc_t<T>*>(partial.data_ptr()), rows, width, group_rows, jk::stream());
+        result = it->second(grad, x, bias, group_rows);
+        return cudaSuccess;
     }));
-    return {out, partial.sum(0).to(x.scalar_type())};
+    return result;
 }
 
 // Probe only: the rows kernel's float32 forward (C column vectors of one row a thread, as production's) under
