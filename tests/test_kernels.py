@@ -345,9 +345,9 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(built, dtype, approximate):
                          ids=["float32", "bfloat16", "float16", "float64"])
 def test_cuda_bias_gelu_backward_fuses_the_bias_gradient(built, dtype):
     # The CUDA backward sums grad_x into the bias gradient in its own kernel: blocks of 64 column vectors x 4
-    # row lanes, each over a group of rows (as many groups as make one wave of blocks; kernels/bias_gelu).
-    # Widths of one vector, one past a block, 4096, and an odd width (no whole vectors: grad_x's kernel, then
-    # torch's sum); from 1 row to 5000 (groups of 103 rows at 4096 on an H200, a thread looping over ~26).
+    # row lanes, one wave of them striding down the rows 8 at a time (kernels/bias_gelu). Widths of one
+    # vector, one past a block, 4096, and an odd width (no whole vectors: grad_x's kernel, then torch's sum);
+    # from 1 row to 5000 (at 4096 wide on an H200, 49 bfloat16 blocks a stretch, each 12-13 strides).
     # The bias gradient must be the sum of grad_x as stored, within what accumulating `rows` values in
     # float32 (float64) can lose, and the same bits on every call.
     vec = 16 // torch.tensor([], dtype=dtype).element_size()

@@ -62,13 +62,13 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, co
             const c10::cuda::CUDAGuard guard(x.device());
             if (bias_gelu_backward_fuses(dtype, gc.data_ptr(), xc.data_ptr(), bc.data_ptr(), grad_x.data_ptr(), rows,
                                          width)) {
-                // the kernel writes grad_x and each group of rows' column sums; torch adds up the groups
-                const int64_t group_rows = bias_gelu_sum_group_rows(dtype, rows, width, tanh);
-                at::Tensor partial = at::empty({(rows + group_rows - 1) / group_rows, width}, x.options().dtype(acc));
+                // the kernel writes grad_x and each block's column sums; torch adds those up
+                const int64_t slots = bias_gelu_sum_slots(dtype, rows, width, tanh);
+                at::Tensor partial = at::empty({slots, width}, x.options().dtype(acc));
                 jk::check_launch("bias_gelu_backward",
                                  bias_gelu_backward_sum_cuda(dtype, gc.data_ptr(), xc.data_ptr(), bc.data_ptr(),
-                                                             grad_x.data_ptr(), partial.data_ptr(), rows, width,
-                                                             group_rows, tanh, jk::stream()));
+                                                             grad_x.data_ptr(), partial.data_ptr(), rows, width, slots,
+                                                             tanh, jk::stream()));
                 return {grad_x, partial.sum(0).to(x.scalar_type())};
             }
             jk::check_launch("bias_gelu_backward", bias_gelu_backward_cuda(dtype, gc.data_ptr(), xc.data_ptr(),

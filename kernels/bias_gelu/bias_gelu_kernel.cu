@@ -229,37 +229,38 @@ bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t
 // The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s
 // for 16384 x 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel
 // ran at 97.7%: run 14 in benchmarks/results/2026-12-03-h200-kernels/). Here a block covers COLS column
-// vectors of a group of `group_rows` rows, ROWL threads a column (rows r, r + ROWL, ..., K in flight); each
-// thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the block adds its ROWL
-// partial sums through shared memory, and partial[group][col] receives them for the binding to sum over
-// groups. The groups are as many as make one full wave of blocks (sum_group_rows): with fixed groups of 64
-// rows the last partial wave cost up to 15% (run 16). The order of every sum follows from the shape and the
-// GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
+// vectors, ROWL threads a column, and strides down the rows: `slots` blocks a column stretch, one wave of
+// them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk memory
+// together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
+// block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the
+// binding to sum. Measured in runs 16-17: contiguous groups of 64 rows a block lost up to 7% to the last
+// partial wave, and one long group a block up to 4% at 2^28 elements. The order of every sum follows from
+// the shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
 template <class T, int N, int K, int COLS, int ROWL, bool TANH, bool FAST = kFast<T>>
 __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                               const T* __restrict__ bias, T* __restrict__ out,
                                               jk::acc_t<T>* __restrict__ partial, int64_t rows, int64_t width,
-                                              unsigned col_blocks, int64_t group_rows) {
+                                              unsigned col_blocks) {
     using A = jk::acc_t<T>;
-    unsigned group = blockIdx.x, col_block = 0;
+    unsigned slot = blockIdx.x, col_block = 0;
     if (col_blocks > 1) {
-        group = blockIdx.x / col_blocks;
-        col_block = blockIdx.x - group * col_blocks;
+        slot = blockIdx.x / col_blocks;
+        col_block = blockIdx.x - slot * col_blocks;
     }
     const int lane = threadIdx.x % COLS, rlane = threadIdx.x / COLS;
     const int64_t col = (static_cast<int64_t>(col_block) * COLS + lane) * N;
     const bool active = col < width;  // inactive threads still reach the barrier
-    const int64_t first = static_cast<int64_t>(group) * group_rows;
-    const int64_t end = first + group_rows < rows ? first + group_rows : rows;
+    constexpr int64_t step = int64_t(K) * ROWL;
+    const int64_t stride = static_cast<int64_t>(gridDim.x / col_blocks) * step;
     jk::Vec<T, N> b;
     if (active) b = jk::load_vec<N>(bias + col);
     A sum[N] = {};
-    for (int64_t row = first + rlane; active && row < end; row += int64_t(K) * ROWL) {
+    for (int64_t row = slot * step + rlane; active && row < rows; row += stride) {
         jk::Vec<T, N> xv[K], gv[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int64_t r = row + int64_t(k) * ROWL;
-            if (r < end) {
+            if (r < rows) {
                 xv[k] = jk::load_vec<N>(x + r * width + col);
                 gv[k] = jk::load_vec<N>(grad + r * width + col);
             }
@@ -267,7 +268,7 @@ __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const 
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int64_t r = row + int64_t(k) * ROWL;
-            if (r < end) {
+            if (r < rows) {
                 jk::Vec<T, N> y;
                 bias_gelu_vec<T, N, true, TANH, FAST>(xv[k], b, gv[k], y);
                 if constexpr (sizeof(y) == 16) {
@@ -295,7 +296,7 @@ __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const 
         }
     }
     if (!active) return;
-    A* p = partial + static_cast<int64_t>(group) * width + col;
+    A* p = partial + static_cast<int64_t>(slot) * width + col;
 #pragma unroll
     for (int e = 0; e < N; ++e) p[e] = sum[e];
 }
@@ -308,24 +309,22 @@ constexpr int kSumRowLanes = 4;
 template <class T>
 constexpr int kSumK = 2;
 
-// Rows a group: as few groups as fill every SM once (one wave, no tail), at least one row each.
+// Blocks a column stretch (the partial sums' rows): one wave of blocks, at most one a K * ROWL rows.
 template <class T, int N, bool TANH, int K = kSumK<T>, int COLS = kSumCols<T>, int ROWL = kSumRowLanes<T>>
-int64_t sum_group_rows(int64_t rows, int64_t width) {
+int64_t sum_slots(int64_t rows, int64_t width) {
     const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, COLS);
-    const int64_t slots = int64_t(jk::sm_count()) *
-                          jk::blocks_per_sm<bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>>(COLS * ROWL);
-    const int64_t groups = std::max<int64_t>(1, slots / col_blocks);
-    return jk::ceil_div<int64_t>(rows, groups);
+    const int64_t wave = int64_t(jk::sm_count()) *
+                         jk::blocks_per_sm<bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>>(COLS * ROWL);
+    return std::max<int64_t>(1, std::min<int64_t>(wave / col_blocks, jk::ceil_div<int64_t>(rows, K * ROWL)));
 }
 
 template <class T, int N, bool TANH, int K = kSumK<T>, int COLS = kSumCols<T>, int ROWL = kSumRowLanes<T>>
 cudaError_t launch_sum(const T* g, const T* a, const T* b, T* z, jk::acc_t<T>* partial, int64_t rows,
-                       int64_t width, int64_t group_rows, cudaStream_t stream) {
+                       int64_t width, int64_t slots, cudaStream_t stream) {
     const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, COLS);
-    const int64_t blocks = jk::ceil_div<int64_t>(rows, group_rows) * col_blocks;
     bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>
-        <<<static_cast<unsigned>(blocks), COLS * ROWL, 0, stream>>>(g, a, b, z, partial, rows, width,
-                                                                    static_cast<unsigned>(col_blocks), group_rows);
+        <<<static_cast<unsigned>(slots * col_blocks), COLS * ROWL, 0, stream>>>(
+            g, a, b, z, partial, rows, width, static_cast<unsigned>(col_blocks));
     return cudaGetLastError();
 }
 
@@ -404,7 +403,7 @@ bool bias_gelu_backward_fuses(jk::DType dtype, const void* grad, const void* x, 
     jk::dispatch_cuda(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
-        // at most one block a column stretch in a group for every SM slot, and at least one group
+        // the grid is at most one wave, or one block a column stretch: fits unless that is past 2^31 - 1
         fuses = rows > 0 && width % N == 0 && jk::ceil_div<int64_t>(width / N, kSumCols<T>) <= 0x7fffffff &&
                 jk::aligned16(grad) && jk::aligned16(x) && jk::aligned16(bias) && jk::aligned16(grad_x);
         return cudaSuccess;
@@ -412,19 +411,19 @@ bool bias_gelu_backward_fuses(jk::DType dtype, const void* grad, const void* x, 
     return fuses;
 }
 
-int64_t bias_gelu_sum_group_rows(jk::DType dtype, int64_t rows, int64_t width, bool tanh) {
-    int64_t group_rows = 1;
+int64_t bias_gelu_sum_slots(jk::DType dtype, int64_t rows, int64_t width, bool tanh) {
+    int64_t slots = 1;
     jk::dispatch_cuda(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
-        group_rows = tanh ? sum_group_rows<T, N, true>(rows, width) : sum_group_rows<T, N, false>(rows, width);
+        slots = tanh ? sum_slots<T, N, true>(rows, width) : sum_slots<T, N, false>(rows, width);
         return cudaSuccess;
     });
-    return group_rows;
+    return slots;
 }
 
 cudaError_t bias_gelu_backward_sum_cuda(jk::DType dtype, const void* grad, const void* x, const void* bias,
-                                        void* grad_x, void* partial, int64_t rows, int64_t width, int64_t group_rows,
+                                        void* grad_x, void* partial, int64_t rows, int64_t width, int64_t slots,
                                         bool tanh, cudaStream_t stream) {
     return jk::dispatch_cuda(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -434,7 +433,7 @@ cudaError_t bias_gelu_backward_sum_cuda(jk::DType dtype, const void* grad, const
         const T* b = static_cast<const T*>(bias);
         T* z = static_cast<T*>(grad_x);
         auto* p = static_cast<jk::acc_t<T>*>(partial);
-        return tanh ? launch_sum<T, N, true>(g, a, b, z, p, rows, width, group_rows, stream)
-                    : launch_sum<T, N, false>(g, a, b, z, p, rows, width, group_rows, stream);
+        return tanh ? launch_sum<T, N, true>(g, a, b, z, p, rows, width, slots, stream)
+                    : launch_sum<T, N, false>(g, a, b, z, p, rows, width, slots, stream);
     });
 }

@@ -75,29 +75,29 @@ torch::Tensor bias_gelu_tile_backward(torch::Tensor grad, torch::Tensor x, torch
 }
 
 // The backward with the bias gradient fused (bias_gelu_backward_sum_kernel, erf form): K rows in flight, COLS
-// column vectors and ROWL threads a column a block, group_rows rows a partial sum (0: production's rule, one
-// wave of blocks); returns (grad_x, grad_bias).
+// column vectors and ROWL threads a column a block, `slots` blocks a column stretch (0: production's rule, one
+// wave); returns (grad_x, grad_bias).
 template <class T, int N, int K, int COLS, int ROWL>
-std::vector<torch::Tensor> fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias, int64_t group_rows) {
+std::vector<torch::Tensor> fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias, int64_t slots) {
     auto out = torch::empty_like(x);
     const int64_t width = x.size(-1), rows = width ? x.numel() / width : 0;
-    if (group_rows == 0) group_rows = rows ? sum_group_rows<T, N, false, K, COLS, ROWL>(rows, width) : 1;
+    if (slots == 0) slots = rows ? sum_slots<T, N, false, K, COLS, ROWL>(rows, width) : 1;
     const auto acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-    auto partial = torch::empty({jk::ceil_div<int64_t>(rows, group_rows), width}, x.options().dtype(acc));
+    auto partial = torch::empty({slots, width}, x.options().dtype(acc));
     if (rows > 0) {
         jk::check_launch("bias_gelu_backward_fused",
                          launch_sum<T, N, false, K, COLS, ROWL>(
                              static_cast<const T*>(grad.data_ptr()), static_cast<const T*>(x.data_ptr()),
                              static_cast<const T*>(bias.data_ptr()), static_cast<T*>(out.data_ptr()),
-                             static_cast<jk::acc_t<T>*>(partial.data_ptr()), rows, width, group_rows, jk::stream()));
+                             static_cast<jk::acc_t<T>*>(partial.data_ptr()), rows, width, slots, jk::stream()));
     }
     return {out, partial.sum(0).to(x.scalar_type())};
 }
 
 std::vector<torch::Tensor> bias_gelu_backward_fused(torch::Tensor grad, torch::Tensor x, torch::Tensor bias,
-                                                    int64_t k, int64_t cols, int64_t rowl, int64_t group_rows) {
-    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous() && group_rows >= 0,
-                "bias_gelu_backward_fused: contiguous grad and x of one shape, group_rows >= 0");
+                                                    int64_t k, int64_t cols, int64_t rowl, int64_t slots) {
+    TORCH_CHECK(grad.sizes() == x.sizes() && grad.is_contiguous() && x.is_contiguous() && slots >= 0,
+                "bias_gelu_backward_fused: contiguous grad and x of one shape, slots >= 0");
     std::vector<torch::Tensor> result;
     jk::check_launch("bias_gelu_backward_fused", jk::dispatch_cuda(jk::dtype_of("bias_gelu_backward_fused", x),
                                                                    [&](auto tag) {
@@ -115,7 +115,7 @@ std::vector<torch::Tensor> bias_gelu_backward_fused(torch::Tensor grad, torch::T
         const auto it = shapes.find({k, cols, rowl});
         TORCH_CHECK(it != shapes.end(), "bias_gelu_backward_fused: no kernel for k ", k, ", cols ", cols, ", rowl ",
                     rowl);
-        result = it->second(grad, x, bias, group_rows);
+        result = it->second(grad, x, bias, slots);
         return cudaSuccess;
     }));
     return result;
