@@ -2,7 +2,8 @@
 // Rows of whole 16-byte vectors (width % N == 0, aligned) take bias_gelu_rows_kernel: a thread keeps its bias
 // vectors for all the rows it computes. Otherwise (or for a row too wide for the grid) the flat kernel runs
 // over rows * width elements, one element a thread (or in 16-byte vectors), carrying each thread's bias
-// column as it loops.
+// column as it loops. The backward of rows of whole vectors also sums the bias gradient as it writes grad_x
+// (bias_gelu_backward_sum_kernel); otherwise it takes the flat kernel and the binding leaves the sum to torch.
 //
 // For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
 // instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
@@ -199,8 +200,9 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
 // on the H200 (runs 7-11 in benchmarks/results/2026-12-03-h200-kernels/). 16-bit: 1 x 2 rows, 512 threads,
 // 97-98% of the copy bandwidth (4 rows: 95-97%; 1 row: 92-95%). float32's forward: 2 vectors of one row, 128
 // threads, 32 registers (100% occupancy) and Triton's loads, as torch.compile's XBLOCK=1024 / 4-warp
-// kernel: 98.7-99.8% in run 11 (4 vectors, 256 threads, 56 registers: 96.8-98.3%, torch.compile 99-100%); its
-// backward keeps 1 x 2 rows at 256 threads (93-98%), since 4 vectors with their grads take 76 registers.
+// kernel: 98.7-99.8% in run 11 (4 vectors, 256 threads, 56 registers: 96.8-98.3%, torch.compile 99-100%).
+// The backward's defaults (1 x 2 rows, 256 threads for float32: 93-98%, since 4 vectors with their grads take
+// 76 registers) serve only benchmarks/probe/variants.py now: production's backward is the fused kernel below.
 template <class T, bool BACKWARD>
 constexpr bool kF32Forward = sizeof(T) == 4 && !BACKWARD;
 template <class T, bool BACKWARD>
