@@ -235,9 +235,10 @@ bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t
 // them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk memory
 // together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
 // block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the
-// binding to sum. Measured in runs 16-17: contiguous groups of 64 rows a block lost up to 7% to the last
-// partial wave, and one long group a block up to 4% at 2^28 elements. The order of every sum follows from
-// the shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
+// binding to sum. Runs 16-18: groups of 64 rows a block lost 7% to the last partial wave (bfloat16 2^26),
+// one wave of contiguous groups up to 5% at float32 2^28; this stride was the fastest of the three in three
+// of the four cases and 3.6% behind groups of 64 in the fourth (float32 2^28). The order of every sum follows
+// from the shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
 template <class T, int N, int K, int COLS, int ROWL, bool TANH, bool FAST = kFast<T>>
 __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                               const T* __restrict__ bias, T* __restrict__ out,
