@@ -160,24 +160,32 @@ __device__ __forceinline__ A block_max(A v, A* scratch) {
     return block_reduce(v, scratch, A(-INFINITY), [](A a) { return warp_max(a); });
 }
 
-// The number of SMs of the current device, asked once per device (the attribute query costs microseconds).
-inline int sm_count() {
-    static int cached[64] = {};
+// query(&value, device) for the current device, asked once per device (up to 64) and kept in `cached`;
+// `fallback` past 64 devices or where the query gave nothing.
+template <class Query>
+int once_per_device(int (&cached)[64], int fallback, Query query) {
     int device = 0;
     cudaGetDevice(&device);
-    if (device < 64 && cached[device] == 0) cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device);
-    return device < 64 && cached[device] > 0 ? cached[device] : 132;
+    if (device < 64 && cached[device] == 0) query(&cached[device], device);
+    return device < 64 && cached[device] > 0 ? cached[device] : fallback;
+}
+
+// The number of SMs of the current device (the attribute query costs microseconds).
+inline int sm_count() {
+    static int cached[64] = {};
+    return once_per_device(cached, 132, [](int* v, int device) {
+        cudaDeviceGetAttribute(v, cudaDevAttrMultiProcessorCount, device);
+    });
 }
 
 // How many blocks of KERNEL, at `threads` threads (always the same for one KERNEL), one SM holds at once: the
-// occupancy calculator's answer, asked once per device.
+// occupancy calculator's answer.
 template <auto KERNEL>
 int blocks_per_sm(int threads) {
     static int cached[64] = {};
-    int device = 0;
-    cudaGetDevice(&device);
-    if (device < 64 && cached[device] == 0) cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cached[device], KERNEL, threads, 0);
-    return device < 64 && cached[device] > 0 ? cached[device] : 1;
+    return once_per_device(cached, 1, [threads](int* v, int) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(v, KERNEL, threads, 0);
+    });
 }
 
 }  // namespace jk
