@@ -15,7 +15,8 @@ rounds sample different placements. The summary gives each contender's median ov
 round, how ours compares with torch.compile's. Hand-written rather than ``jitload.bench`` because that times
 contenders one after another, which is what this probe tests.
 
-    python benchmarks/probe/ab_gelu.py [--out DIR] [--size 67108864] [--rounds 8] [--cycles 200] [--seed 0]
+    python benchmarks/probe/ab_gelu.py [--out DIR] [--size 67108864] [--dtype float32] [--rounds 8] [--cycles 200]
+                                       [--seed 0] [--variants]
 """
 
 import argparse
@@ -35,13 +36,15 @@ from jitload.checker import TOLERANCES
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def contenders(kernel) -> dict:
+def contenders(kernel, dtype: torch.dtype, variants: bool) -> dict:
     fns = {
         # the copy's output allocated like the ops' so that it shares their block too
         "copy": lambda x, b: torch.empty_like(x).copy_(x),
         "jitload": torch.ops.jitload.bias_gelu,
         "torch.compile": torch.compile(kernel.reference),
     }
+    if dtype != torch.float32:  # the written-out kernel is float32's only
+        return fns
     try:  # Inductor's chosen candidate written out (triton_flat_gelu.py): its kernel without its wrapper
         sys.path.insert(0, HERE)
         from triton_flat_gelu import bias_gelu_flat
@@ -49,6 +52,10 @@ def contenders(kernel) -> dict:
         fns["inductor kernel (Triton)"] = lambda x, b: bias_gelu_flat(x, b, 1024, 4)
     except ImportError as e:
         print(f"no written-out Inductor kernel: {e}")
+    if variants:  # Inductor's int32 indexing in CUDA (variants_gelu.cu): is a placement's cost ours or int64's
+        from variants import build
+
+        fns["flat1024 int32"] = build().bias_gelu_flat1024
     return fns
 
 
@@ -76,6 +83,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", action="store_true", help="also time variants.py's flat1024 int32 (float32)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("ab_gelu.py times CUDA kernels: no GPU here")
@@ -85,7 +93,7 @@ def main() -> None:
     dtype = getattr(torch, args.dtype)
     kernel = kernels.get("bias_gelu")
     kernel.build()
-    fns = contenders(kernel)
+    fns = contenders(kernel, dtype, args.variants)
     flush = torch.empty(FLUSH_BYTES["cuda"] // 4, dtype=torch.int32, device="cuda")
     x, b = kernel.spec.make_inputs(args.size, dtype, "cuda")
     for name, fn in fns.items():  # compile, autotune, load; and check each against the reference once
@@ -99,8 +107,10 @@ def main() -> None:
     lines = [f"# bias_gelu {args.dtype}, {args.size} elements, {args.rounds} rounds x {args.cycles} cycles, "
              f"{torch.cuda.get_device_name()}, torch {torch.__version__}, pid {os.getpid()}",
              f"torch.compile's autotune choice: {chosen or 'none saved'}", "",
-             "| round | pad MiB | " + " | ".join(f"{n} ms (%)" for n in fns) + " | jitload / torch.compile |",
-             "| --- | --- | " + " | ".join("---" for _ in fns) + " | --- |"]
+             "x and out: where the round's input and the block every output took start, in MiB of virtual address",
+             "", "| round | pad MiB | x | out | " + " | ".join(f"{n} ms (%)" for n in fns) +
+             " | jitload / torch.compile |",
+             "| --- | --- | --- | --- | " + " | ".join("---" for _ in fns) + " | --- |"]
     print("\n".join(lines), flush=True)
     every = {name: [] for name in fns}
     ratios = []
@@ -109,6 +119,7 @@ def main() -> None:
         pad_mib = 2 * rng.randrange(0, 64)  # moves the inputs (and the outputs behind them) to other memory
         pad = torch.empty(pad_mib * 2**20, dtype=torch.uint8, device="cuda")
         x, b = kernel.spec.make_inputs(args.size, dtype, "cuda")
+        out_at = torch.empty_like(x).data_ptr()  # freed at once: the block each contender's output gets next
         times = time_round(fns, x, b, flush, args.cycles, r)
         del pad
         med = {name: statistics.median(t) for name, t in times.items()}
@@ -116,7 +127,7 @@ def main() -> None:
             every[name] += t
         ratios.append(med["jitload"] / med["torch.compile"])
         cells = " | ".join(f"{med[n]:.4f} ({100 * med['copy'] / med[n]:.1f})" for n in fns)
-        lines.append(f"| {r} | {pad_mib} | {cells} | {ratios[-1]:.4f} |")
+        lines.append(f"| {r} | {pad_mib} | {x.data_ptr() >> 20} | {out_at >> 20} | {cells} | {ratios[-1]:.4f} |")
         print(lines[-1], flush=True)
     pooled = {name: statistics.median(t) for name, t in every.items()}
     ahead = sum(q < 1 for q in ratios)
