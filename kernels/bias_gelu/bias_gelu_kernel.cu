@@ -143,7 +143,8 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
 // stretch), the common shape. The bounds checks split the unrolled loads and math into guarded pieces: float32's
 // exact forward is 335 SASS instructions with them, 278 without (sm_90, nvcc 13.0), near the 247 of
 // variants_gelu.cu's unguarded flat1024, which held 99.7-101.3% of the copy in the 2^28 rounds where this
-// kernel, guarded, fell 1.3-5.9% behind torch.compile (runs 19-20). 32-bit offsets save only 14 more.
+// kernel, guarded, fell 1.3-5.9% behind torch.compile (runs 19-20). 32-bit offsets saved 14 with the checks
+// and none without them (284 against 278), so the offsets stay 64-bit.
 template <class T, int N, int C, int K, int BLOCK, bool TRITON_LOADS, bool BACKWARD, bool TANH, bool GUARD,
           bool FAST = kFast<T>>
 __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
