@@ -15,8 +15,13 @@ rounds sample different placements. The summary gives each contender's median ov
 round, how ours compares with torch.compile's. Hand-written rather than ``jitload.bench`` because that times
 contenders one after another, which is what this probe tests.
 
+``--kernel`` times another kernel of kernels/ the same way (its op against torch.compile of its reference), e.g.
+add_relu, whose float32 bench at 2^28 put torch.compile 0.5% ahead (benchmarks/results/2026-12-02-h200-kernels).
+The copy then moves the kernel's bytes (``bytes_moved``): half read, half written. With ``--variants``, add_relu
+also gets its v3's differences from Inductor's kernel, one knob each (variants/variants_add_relu.cu).
+
     python benchmarks/probe/ab_gelu.py [--out DIR] [--size 67108864] [--dtype float32] [--rounds 8] [--cycles 200]
-                                       [--seed 0] [--variants]
+                                       [--seed 0] [--variants] [--kernel bias_gelu]
 """
 
 import argparse
@@ -36,14 +41,31 @@ from jitload.checker import TOLERANCES
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def contenders(kernel, dtype: torch.dtype, variants: bool) -> dict:
+def copy_source(kernel, size: int, dtype: torch.dtype, inputs: tuple) -> torch.Tensor:
+    """What the copy copies: the first input where it holds half the bytes moved (bias_gelu's x: the bias is one
+    row), so that the copy's output shares the ops' block; else a flat tensor of half the bytes (add_relu: 1.5 x)."""
+    x = inputs[0]
+    half = kernel.spec.bytes_moved(size, dtype) // 2
+    if abs(half - x.nbytes) <= half // 100:
+        return x
+    return torch.empty(half // x.element_size(), dtype=dtype, device=x.device)
+
+
+def contenders(kernel, dtype: torch.dtype, variants: bool, src: list) -> dict:
     fns = {
-        # the copy's output allocated like the ops' so that it shares their block too
-        "copy": lambda x, b: torch.empty_like(x).copy_(x),
-        "jitload": torch.ops.jitload.bias_gelu,
+        # the copy's output allocated like the ops' so that it shares their block too; src[0] is set each round
+        "copy": lambda *inputs: torch.empty_like(src[0]).copy_(src[0]),
+        "jitload": getattr(torch.ops.jitload, kernel.spec.FUNCTION),
         "torch.compile": torch.compile(kernel.reference),
     }
-    if dtype != torch.float32:  # the written-out kernel is float32's only
+    if kernel.name == "add_relu" and variants:  # v3's differences from Inductor's kernel (variants_add_relu.cu)
+        sys.path.insert(0, HERE)
+        from variants import build_add_relu
+
+        ext = build_add_relu()
+        for i, name in enumerate(ext.add_relu_cfg_names()):
+            fns[name] = lambda x, y, i=i: ext.add_relu_cfg(x, y, i)
+    if kernel.name != "bias_gelu" or dtype != torch.float32:  # the written-out kernel is float32 bias_gelu's only
         return fns
     try:  # Inductor's chosen candidate written out (triton_flat_gelu.py): its kernel without its wrapper
         sys.path.insert(0, HERE)
@@ -59,7 +81,7 @@ def contenders(kernel, dtype: torch.dtype, variants: bool) -> dict:
     return fns
 
 
-def time_round(fns: dict, x: torch.Tensor, b: torch.Tensor, flush: torch.Tensor, cycles: int, first: int) -> dict:
+def time_round(fns: dict, inputs: tuple, flush: torch.Tensor, cycles: int, first: int) -> dict:
     names = list(fns)
     events = {name: [] for name in names}
     for cycle in range(cycles):
@@ -68,7 +90,7 @@ def time_round(fns: dict, x: torch.Tensor, b: torch.Tensor, flush: torch.Tensor,
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             flush.zero_()
             start.record()
-            fns[name](x, b)
+            fns[name](*inputs)
             end.record()
             events[name].append((start, end))
     torch.cuda.synchronize()
@@ -83,28 +105,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--variants", action="store_true", help="also time variants.py's flat1024 int32 (float32)")
+    parser.add_argument("--variants", action="store_true",
+                        help="also time variants.py's flat1024 int32 (bias_gelu float32) or add_relu's knobs")
+    parser.add_argument("--kernel", default="bias_gelu", help="which kernel of kernels/ (default bias_gelu)")
     args = parser.parse_args()
+    if args.variants and args.kernel not in ("bias_gelu", "add_relu"):
+        parser.error("--variants has probe kernels for bias_gelu and add_relu only")
     if not torch.cuda.is_available():
         sys.exit("ab_gelu.py times CUDA kernels: no GPU here")
     cache = tempfile.mkdtemp(prefix="inductor-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # fresh, so this process's autotune choice can be read back
     rng = random.Random(args.seed)
     dtype = getattr(torch, args.dtype)
-    kernel = kernels.get("bias_gelu")
+    kernel = kernels.get(args.kernel)
     kernel.build()
-    fns = contenders(kernel, dtype, args.variants)
+    src = [None]
+    fns = contenders(kernel, dtype, args.variants, src)
     flush = torch.empty(FLUSH_BYTES["cuda"] // 4, dtype=torch.int32, device="cuda")
-    x, b = kernel.spec.make_inputs(args.size, dtype, "cuda")
+    inputs = kernel.spec.make_inputs(args.size, dtype, "cuda")
+    src[0] = copy_source(kernel, args.size, dtype, inputs)
     for name, fn in fns.items():  # compile, autotune, load; and check each against the reference once
-        out = fn(x, b)
+        out = fn(*inputs)
         if name != "copy":
             rtol, atol = TOLERANCES[dtype]
-            torch.testing.assert_close(out, kernel.reference(x, b), rtol=rtol, atol=atol,
+            torch.testing.assert_close(out, kernel.reference(*inputs), rtol=rtol, atol=atol,
                                        msg=lambda m, n=name: f"{n}: {m}")
+    del out
     torch.cuda.synchronize()
     chosen = [open(p).read().strip() for p in glob.glob(os.path.join(cache, "**", "*.best_config"), recursive=True)]
-    lines = [f"# bias_gelu {args.dtype}, {args.size} elements, {args.rounds} rounds x {args.cycles} cycles, "
+    lines = [f"# {args.kernel} {args.dtype}, {args.size} elements, {args.rounds} rounds x {args.cycles} cycles, "
              f"{torch.cuda.get_device_name()}, torch {torch.__version__}, pid {os.getpid()}",
              f"torch.compile's autotune choice: {chosen or 'none saved'}", "",
              "x and out: where the round's input and the block every output took start, in MiB of virtual address",
@@ -115,12 +144,14 @@ def main() -> None:
     every = {name: [] for name in fns}
     ratios = []
     for r in range(args.rounds):
-        del x, b
+        inputs = x = src[0] = None  # the last round's tensors freed before the pad moves the new ones
         pad_mib = 2 * rng.randrange(0, 64)  # moves the inputs (and the outputs behind them) to other memory
         pad = torch.empty(pad_mib * 2**20, dtype=torch.uint8, device="cuda")
-        x, b = kernel.spec.make_inputs(args.size, dtype, "cuda")
+        inputs = kernel.spec.make_inputs(args.size, dtype, "cuda")
+        src[0] = copy_source(kernel, args.size, dtype, inputs)
+        x = inputs[0]
         out_at = torch.empty_like(x).data_ptr()  # freed at once: the block each contender's output gets next
-        times = time_round(fns, x, b, flush, args.cycles, r)
+        times = time_round(fns, inputs, flush, args.cycles, r)
         del pad
         med = {name: statistics.median(t) for name, t in times.items()}
         for name, t in times.items():
@@ -144,7 +175,8 @@ def main() -> None:
     print("\n".join(lines[-(len(fns) + 5):]), flush=True)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, f"ab-{args.dtype}-{args.size}-{os.getpid()}.md"), "w") as f:
+        prefix = "ab" if args.kernel == "bias_gelu" else f"ab-{args.kernel}"  # bias_gelu's: as in runs 19-21
+        with open(os.path.join(args.out, f"{prefix}-{args.dtype}-{args.size}-{os.getpid()}.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
 
 

@@ -32,6 +32,14 @@ def build():
                 extra_cflags=flags, extra_cuda_cflags=flags, verbose=False)
 
 
+def build_add_relu():
+    """add_relu's knobs (variants/variants_add_relu.cu), on their own: ab_gelu.py --kernel add_relu --variants."""
+    flags = ["-O3", "-DJITLOAD_WITH_CUDA"]
+    return load(name="jitload_variants_add_relu", sources=[os.path.join(HERE, "variants", "variants_add_relu.cu")],
+                extra_include_paths=[os.path.join(KERNELS, "common")], extra_cflags=flags, extra_cuda_cflags=flags,
+                verbose=False)
+
+
 def run(name, fns, spec, dtypes, sizes, reference, out, only=()):
     for dtype in dtypes:
         checked = {}

@@ -26,34 +26,29 @@ __global__ void add_relu_v2(const T* __restrict__ x, const T* __restrict__ y, T*
     }
 }
 
-// v3, vectorised: each thread moves 16 bytes per load (4 floats, 8 halves) and issues kUnroll such loads per
-// input before it computes, so enough bytes are in flight to cover DRAM latency; the last n % N elements
-// (the scalar tail) go one per thread. Needs 16-byte aligned pointers: the launcher falls back to v2.
+// v3, vectorised: each thread moves one 16-byte vector of x and one of y (4 floats, 8 halves), in blocks of
+// kV3Block threads; the last n % N elements (the scalar tail) go one per thread. Needs 16-byte aligned pointers:
+// the launcher falls back to v2. Why one vector in blocks of 128 (the shape of torch.compile's kernel): timed in
+// turn on the H200, two vectors a thread in blocks of 256 were 0.4% (float32) and 0.7% (bfloat16) behind
+// torch.compile in every round; blocks of 128 made them level, and one vector a thread 0.3-0.4% ahead in float32
+// (run 24 in benchmarks/results/2026-12-03-h200-kernels, with ld.global loads; those and these ld.global.nc
+// loads timed the same wherever both ran). Why the smaller blocks help was not measured.
+constexpr int kV3Block = 128;
+
 template <class T, int N>
-__global__ void add_relu_v3(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, int64_t n) {
-    constexpr int U = jk::kUnroll;
+__global__ void __launch_bounds__(kV3Block)
+    add_relu_v3(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, int64_t n) {
     const int64_t n_main = n / N * N;
-    const int64_t base = (static_cast<int64_t>(blockIdx.x) * U * blockDim.x + threadIdx.x) * N;
-    jk::Vec<T, N> a[U], b[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int64_t i = base + static_cast<int64_t>(u) * blockDim.x * N;  // neighbours read neighbours
-        if (i < n_main) {
-            a[u] = jk::load_vec<N>(x + i);
-            b[u] = jk::load_vec<N>(y + i);
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int64_t i = base + static_cast<int64_t>(u) * blockDim.x * N;
-        if (i < n_main) {
-            jk::Vec<T, N> r;
-#pragma unroll
-            for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(add_relu_op(jk::to_acc(a[u].v[e]), jk::to_acc(b[u].v[e])));
-            jk::store_vec<N>(out + i, r);
-        }
-    }
     const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t i = t * N;  // neighbours read neighbours: a warp's loads are one 512-byte run
+    if (i < n_main) {
+        const jk::Vec<T, N> a = jk::load_vec<N>(x + i);
+        const jk::Vec<T, N> b = jk::load_vec<N>(y + i);
+        jk::Vec<T, N> r;
+#pragma unroll
+        for (int e = 0; e < N; ++e) r.v[e] = jk::from_acc<T>(add_relu_op(jk::to_acc(a.v[e]), jk::to_acc(b.v[e])));
+        jk::store_vec<N>(out + i, r);
+    }
     if (t < n - n_main) {
         out[n_main + t] = jk::from_acc<T>(add_relu_op(jk::to_acc(x[n_main + t]), jk::to_acc(y[n_main + t])));
     }
@@ -76,8 +71,8 @@ cudaError_t add_relu_forward_cuda(jk::DType dtype, const void* x, const void* y,
             add_relu_v2<<<static_cast<unsigned>(grid), block, 0, stream>>>(a, b, z, n);
         } else if (version == jk::kVectorized) {
             constexpr int N = jk::kVec<T>;
-            const int64_t grid = jk::ceil_div<int64_t>(std::max<int64_t>(n / N, 1), int64_t(block) * jk::kUnroll);
-            add_relu_v3<T, N><<<static_cast<unsigned>(grid), block, 0, stream>>>(a, b, z, n);
+            const int64_t grid = jk::ceil_div<int64_t>(std::max<int64_t>(n / N, 1), kV3Block);
+            add_relu_v3<T, N><<<static_cast<unsigned>(grid), kV3Block, 0, stream>>>(a, b, z, n);
         } else {
             return cudaErrorInvalidValue;  // the binding rejects other versions with a message first
         }
