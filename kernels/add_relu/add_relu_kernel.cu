@@ -30,9 +30,9 @@ __global__ void add_relu_v2(const T* __restrict__ x, const T* __restrict__ y, T*
 // kV3Block threads; the last n % N elements (the scalar tail) go one per thread. Needs 16-byte aligned pointers:
 // the launcher falls back to v2. Why one vector in blocks of 128 (the shape of torch.compile's kernel): timed in
 // turn on the H200, two vectors a thread in blocks of 256 were 0.4% (float32) and 0.7% (bfloat16) behind
-// torch.compile in every round; blocks of 128 made them level, and one vector a thread 0.3-0.4% ahead in float32
-// (run 24 in benchmarks/results/2026-12-03-h200-kernels, with ld.global loads; those and these ld.global.nc
-// loads timed the same wherever both ran). Why the smaller blocks help was not measured.
+// torch.compile in every round; blocks of 128 made them level, and one vector a thread (this kernel) put it
+// 0.3% ahead in float32 and level in bfloat16 (runs 24-25 in benchmarks/results/2026-12-03-h200-kernels).
+// Why the smaller blocks help was not measured.
 constexpr int kV3Block = 128;
 
 template <class T, int N>
