@@ -1,8 +1,8 @@
 // add_relu v3's differences from Inductor's kernel, one knob each, for `ab_gelu.py --kernel add_relu --variants`.
 // Timed in turn (run 23), v3 was 0.35-0.45% behind torch.compile in float32 and 0.6-0.7% in bfloat16 in every
-// round. Inductor's kernel: blocks of 128 threads over 1024 elements (8 a thread, one contiguous run: two 16-byte
-// vectors in float32, one in bfloat16), plain ld.global loads, no bounds checks when numel is a multiple of 1024.
-// v3: 256 threads, two vectors a thread with the block's threads side by side, ld.global.nc, bounds checks.
+// round. Inductor's kernel: blocks of 128 threads over 1024 elements (8 a thread: two 16-byte vectors 512 elements
+// apart in float32, one vector in bfloat16), plain ld.global loads, no bounds checks when numel is a multiple of
+// 1024. v3 then: 256 threads, two vectors a thread with the block's threads side by side, ld.global.nc, checks.
 #include <string>
 #include <vector>
 
@@ -15,9 +15,10 @@ __device__ __forceinline__ A relu_sum(A a, A b) {
     return s > A(0) ? s : A(0);
 }
 
-// U vectors of N a thread per input. CONTIG: a thread's U vectors adjacent (Triton's layout), else a block's
-// threads take one vector each before the next (v3's). PLAIN: ld.global, not ld.global.nc. GUARD: bounds checks
-// (off: the launcher needs numel a multiple of a block's elements). MINB 8: at most 32 registers.
+// U vectors of N a thread per input. CONTIG: a thread's U vectors adjacent, else a block's threads take one
+// vector each before the next (v3's order, and Inductor's: "inductor-like" below, with CONTIG, was a wrong
+// guess). PLAIN: ld.global, not ld.global.nc. GUARD: bounds checks (off: the launcher needs numel a multiple of
+// a block's elements). MINB 8: at most 32 registers.
 template <class T, int N, int U, bool CONTIG, bool PLAIN, bool GUARD, int MINB>
 __global__ void __launch_bounds__(256, MINB)
     add_relu_knobs(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, int64_t n) {
