@@ -1,17 +1,6 @@
 #!/bin/bash
 # Run 21 on the lent H200 (one device call): build, every cuda test, then ab_gelu.py at 2^26 and 2^28.
-export CXX=/usr/bin/g++ CC=/usr/bin/gcc TORCH_EXTENSIONS_DIR=/tmp/jx JITLOAD_TEST_EXTENSIONS_DIR=/tmp/jx
-export MAX_JOBS=16 PYTHONPATH=$PWD TORCH_CUDA_ARCH_LIST=9.0
-R=$OUT/run21-ab
-mkdir -p $R/ab
-T0=$SECONDS
-step() {  # step NAME LIMIT_S CMD...: output to NAME.txt, time to steps.txt, results tarred after each step
-  local name=$1 lim=$2; shift 2; local s=$SECONDS
-  { date -u '+%F %H:%M UTC'; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu,power.draw --format=csv,noheader; } > $R/$name.txt
-  timeout $lim "$@" >> $R/$name.txt 2>&1
-  echo "$name rc=$? $((SECONDS - s))s (at $((SECONDS - T0))s)" >> $R/steps.txt
-  tar czf $OUT/run21.tgz -C $OUT run21-ab
-}
+. benchmarks/probe/device_env.sh run21-ab
 git log -1 --format='%H %s' > $R/commit.txt
 step environment 60 python -m jitload doctor
 step build 150 python -m jitload build --all

@@ -1,18 +1,7 @@
 #!/bin/bash
 # Run 23 on the lent H200 (one device call): add_relu against torch.compile timed in turn (ab_gelu.py --kernel),
 # its jitload bench beside it, and one bias_gelu process as a check that the --kernel rewrite changed nothing.
-export CXX=/usr/bin/g++ CC=/usr/bin/gcc TORCH_EXTENSIONS_DIR=/tmp/jx JITLOAD_TEST_EXTENSIONS_DIR=/tmp/jx
-export MAX_JOBS=16 PYTHONPATH=$PWD TORCH_CUDA_ARCH_LIST=9.0
-R=$OUT/run23-add-relu
-mkdir -p $R/ab
-T0=$SECONDS
-step() {  # step NAME LIMIT_S CMD...: output to NAME.txt, time to steps.txt, results tarred after each step
-  local name=$1 lim=$2; shift 2; local s=$SECONDS
-  { date -u '+%F %H:%M UTC'; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu,power.draw --format=csv,noheader; } > $R/$name.txt
-  timeout $lim "$@" >> $R/$name.txt 2>&1
-  echo "$name rc=$? $((SECONDS - s))s (at $((SECONDS - T0))s)" >> $R/steps.txt
-  tar czf $OUT/run23.tgz -C $OUT run23-add-relu
-}
+. benchmarks/probe/device_env.sh run23-add-relu
 git log -1 --format='%H %s' > $R/commit.txt 2>/dev/null
 python -m jitload build bias_gelu > $R/build-bias_gelu.txt 2>&1 &
 step build 150 python -m jitload build add_relu

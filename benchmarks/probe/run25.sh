@@ -1,18 +1,7 @@
 #!/bin/bash
 # Run 25 on the lent H200 (one device call): add_relu v3 in blocks of 128 threads, one vector a thread. The
 # kernel and stream cuda tests, the knobs of run 24 timed in turn beside it, and its jitload bench table.
-export CXX=/usr/bin/g++ CC=/usr/bin/gcc TORCH_EXTENSIONS_DIR=/tmp/jx JITLOAD_TEST_EXTENSIONS_DIR=/tmp/jx
-export MAX_JOBS=16 PYTHONPATH=$PWD TORCH_CUDA_ARCH_LIST=9.0
-R=$OUT/run25-add-relu-128
-mkdir -p $R/ab
-T0=$SECONDS
-step() {  # step NAME LIMIT_S CMD...: output to NAME.txt, time to steps.txt, results tarred after each step
-  local name=$1 lim=$2; shift 2; local s=$SECONDS
-  { date -u '+%F %H:%M UTC'; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu,power.draw --format=csv,noheader; } > $R/$name.txt
-  timeout $lim "$@" >> $R/$name.txt 2>&1
-  echo "$name rc=$? $((SECONDS - s))s (at $((SECONDS - T0))s)" >> $R/steps.txt
-  tar czf $OUT/run25.tgz -C $OUT run25-add-relu-128
-}
+. benchmarks/probe/device_env.sh run25-add-relu-128
 python -c 'import sys; sys.path.insert(0, "benchmarks/probe"); import variants; variants.build_add_relu()' > $R/build-knobs.txt 2>&1 &
 step prebuild 120 env OUT=$R/pre bash benchmarks/run_all.sh prebuild
 wait
