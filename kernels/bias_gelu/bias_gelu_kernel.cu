@@ -232,7 +232,7 @@ bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t
                             ? bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, BACKWARD, TANH, false, FAST>
                             : bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, BACKWARD, TANH, true, FAST>;
     kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(g, a, b, z, rows, width,
-                                                               static_cast<unsigned>(col_blocks));
+                                                                static_cast<unsigned>(col_blocks));
     err = cudaGetLastError();
     return true;
 }
