@@ -39,6 +39,7 @@ from jitload.benchmark import FLUSH_BYTES
 from jitload.checker import TOLERANCES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # the probe's neighbours: variants.py, triton_flat_gelu.py
 
 
 def copy_source(kernel, size: int, dtype: torch.dtype, inputs: tuple) -> torch.Tensor:
@@ -59,7 +60,6 @@ def contenders(kernel, dtype: torch.dtype, variants: bool, src: list) -> dict:
         "torch.compile": torch.compile(kernel.reference),
     }
     if kernel.name == "add_relu" and variants:  # v3's differences from Inductor's kernel (variants_add_relu.cu)
-        sys.path.insert(0, HERE)
         from variants import build_add_relu
 
         ext = build_add_relu()
@@ -68,7 +68,6 @@ def contenders(kernel, dtype: torch.dtype, variants: bool, src: list) -> dict:
     if kernel.name != "bias_gelu" or dtype != torch.float32:  # the written-out kernel is float32 bias_gelu's only
         return fns
     try:  # Inductor's chosen candidate written out (triton_flat_gelu.py): its kernel without its wrapper
-        sys.path.insert(0, HERE)
         from triton_flat_gelu import bias_gelu_flat
 
         fns["inductor kernel (Triton)"] = lambda x, b: bias_gelu_flat(x, b, 1024, 4)

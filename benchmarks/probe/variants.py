@@ -24,19 +24,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "..", "..", "kernels")
 
 
+FLAGS = ["-O3", "-DJITLOAD_WITH_CUDA"]
+
+
 def build():
-    flags = ["-O3", "-DJITLOAD_WITH_CUDA"]
     return load(name="jitload_variants", sources=[os.path.join(HERE, "variants", f)
                                                    for f in ("variants.cu", "variants_gelu.cu", "variants_rmsnorm.cu")],
                 extra_include_paths=[os.path.join(KERNELS, d) for d in ("common", "softmax", "bias_gelu", "rmsnorm")],
-                extra_cflags=flags, extra_cuda_cflags=flags, verbose=False)
+                extra_cflags=FLAGS, extra_cuda_cflags=FLAGS, verbose=False)
 
 
 def build_add_relu():
     """add_relu's knobs (variants/variants_add_relu.cu), on their own: ab_gelu.py --kernel add_relu --variants."""
-    flags = ["-O3", "-DJITLOAD_WITH_CUDA"]
     return load(name="jitload_variants_add_relu", sources=[os.path.join(HERE, "variants", "variants_add_relu.cu")],
-                extra_include_paths=[os.path.join(KERNELS, "common")], extra_cflags=flags, extra_cuda_cflags=flags,
+                extra_include_paths=[os.path.join(KERNELS, "common")], extra_cflags=FLAGS, extra_cuda_cflags=FLAGS,
                 verbose=False)
 
 

@@ -4,6 +4,7 @@
 // apart in float32, one vector in bfloat16), plain ld.global loads, no bounds checks when numel is a multiple of
 // 1024. v3 then: 256 threads, two vectors a thread with the block's threads side by side, ld.global.nc, checks.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jk_cuda.cuh"
@@ -71,15 +72,25 @@ constexpr Knobs kKnobs[] = {
 };
 constexpr int kKnobCount = sizeof(kKnobs) / sizeof(kKnobs[0]);
 
-template <class T, int U, bool CONTIG, bool PLAIN, bool GUARD, bool CAP>
-cudaError_t go(const T* x, const T* y, T* out, int64_t n, int threads, cudaStream_t s) {
+// Knob I's kernel: its template arguments read off kKnobs[I], so the table is the only list of the knobs.
+template <class T, int I>
+cudaError_t go(const T* x, const T* y, T* out, int64_t n, cudaStream_t s) {
+    constexpr Knobs k = kKnobs[I];
     constexpr int N = jk::kVec<T>;
-    const int64_t per_block = int64_t(threads) * U * N;
-    TORCH_CHECK(n % N == 0 && (GUARD || n % per_block == 0), "add_relu_cfg: numel must be a multiple of ",
-                GUARD ? N : per_block);
+    const int64_t per_block = int64_t(k.threads) * k.u * N;
+    TORCH_CHECK(n % N == 0 && (k.guard || n % per_block == 0), "add_relu_cfg: numel must be a multiple of ",
+                k.guard ? N : per_block);
     const auto grid = static_cast<unsigned>(jk::ceil_div<int64_t>(n, per_block));
-    add_relu_knobs<T, N, U, CONTIG, PLAIN, GUARD, CAP ? 8 : 1><<<grid, threads, 0, s>>>(x, y, out, n);
+    add_relu_knobs<T, N, k.u, k.contig, k.plain, k.guard, k.cap32 ? 8 : 1><<<grid, k.threads, 0, s>>>(x, y, out, n);
     return cudaGetLastError();
+}
+
+template <class T, int... I>
+cudaError_t go_knob(int64_t cfg, const T* x, const T* y, T* out, int64_t n, cudaStream_t s,
+                    std::integer_sequence<int, I...>) {
+    cudaError_t err = cudaErrorInvalidValue;
+    ((cfg == I ? (err = go<T, I>(x, y, out, n, s), true) : false) || ...);
+    return err;
 }
 
 torch::Tensor add_relu_cfg(torch::Tensor x, torch::Tensor y, int64_t cfg) {
@@ -89,23 +100,10 @@ torch::Tensor add_relu_cfg(torch::Tensor x, torch::Tensor y, int64_t cfg) {
     auto out = torch::empty_like(x);
     const int64_t n = x.numel();
     if (n == 0) return out;
-    const Knobs k = kKnobs[cfg];
     jk::check_launch("add_relu_cfg", jk::dispatch_cuda(jk::dtype_of("add_relu_cfg", x), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const T* a = static_cast<const T*>(x.data_ptr());
-        const T* b = static_cast<const T*>(y.data_ptr());
-        T* z = static_cast<T*>(out.data_ptr());
-        const auto s = jk::stream();
-        switch (cfg) {
-            case 0: case 1: return go<T, 2, false, false, true, false>(a, b, z, n, k.threads, s);
-            case 2: case 3: return go<T, 2, false, true, true, false>(a, b, z, n, k.threads, s);
-            case 4: return go<T, 2, true, true, true, false>(a, b, z, n, k.threads, s);
-            case 5: return go<T, 2, false, true, false, false>(a, b, z, n, k.threads, s);
-            case 6: return go<T, 2, false, true, true, true>(a, b, z, n, k.threads, s);
-            case 7: return go<T, 1, false, true, true, false>(a, b, z, n, k.threads, s);
-            case 8: return go<T, 2, true, true, false, false>(a, b, z, n, k.threads, s);
-            default: return go<T, 1, false, true, false, false>(a, b, z, n, k.threads, s);
-        }
+        return go_knob(cfg, static_cast<const T*>(x.data_ptr()), static_cast<const T*>(y.data_ptr()),
+                       static_cast<T*>(out.data_ptr()), n, jk::stream(), std::make_integer_sequence<int, kKnobCount>{});
     }));
     return out;
 }
