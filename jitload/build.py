@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import toolchain
+from . import swap, toolchain
 
 NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
@@ -90,6 +90,7 @@ def write_ninja_file(
         toolchain.ensure_torch_cuda_home()
         extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
         extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
+        extra_ldflags = extra_ldflags + swap.link_flags()
     ldflags = _torch_call(ce._prepare_ldflags, extra_ldflags=list(extra_ldflags), with_cuda=with_cuda,
                           with_sycl=False, verbose=False, is_standalone=False)
     path = os.path.join(build_directory, NINJA_FILE)
@@ -109,6 +110,17 @@ def object_targets(ninja_path: str) -> list[str]:
             if match and match["rule"] != "link":
                 targets.extend(match["outs"].split())
     return targets
+
+
+def source_objects(build_directory: str) -> list[str]:
+    """The object each source compiles to, in the order of the sources (torch writes one edge a source)."""
+    objects = []
+    with open(os.path.join(build_directory, NINJA_FILE)) as f:
+        for line in f:
+            match = _EDGE.match(line.strip())
+            if match and match["rule"] in ("compile", "cuda_compile"):
+                objects.append(match["outs"].split()[0])
+    return objects
 
 
 def link_inputs(ninja_path: str) -> list[str]:
@@ -198,16 +210,19 @@ def library_tag(build_directory: str, objects: list[str]) -> str:
     return digest.hexdigest()
 
 
-def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = False) -> NinjaRun:
-    """Link the objects into ``NAME_<tag>.so`` whose init function is also exported as ``PyInit_NAME_<tag>``."""
+def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = False,
+                 python_module: bool = True) -> NinjaRun:
+    """Link the objects into ``NAME_<tag>.so``; a Python module's init function is also exported as
+    ``PyInit_NAME_<tag>`` (an op library has none)."""
     module = f"{name}_{tag}"
     inputs = " ".join(link_inputs(os.path.join(build_directory, NINJA_FILE)))
     text = (
         f"# written by jitload: the link step of {NINJA_FILE}, under a fresh module name\n"
         f"include {NINJA_FILE}\n"
         f"build {module}.so: link {inputs}\n"
-        f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
     )
+    if python_module:
+        text += f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
     with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
         f.write(text)
     return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name)

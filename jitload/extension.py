@@ -1,10 +1,19 @@
 """``jitload.load`` / ``jitload.load_inline``: torch's signatures, a handle that always holds the newest build.
 
 A handle (:class:`Extension`) is one per build directory and process: calling ``load`` again with the same
-name returns the same object, rebuilt if anything that affects the binary changed, so every reference a
-notebook holds sees the new code. What "changed" means is recorded in ``jitload.json`` beside the build: the
-build key (sources, flags, compilers, CUDA_HOME, arch list, versions) and the size and mtime of every source
-and user header the compilers reported. When both match, ``load`` returns without starting any process.
+name returns the same object, brought up to date, so every reference a notebook holds sees the new code.
+What "changed" means is recorded in ``jitload.json`` beside the build: the build key (sources, flags,
+compilers, CUDA_HOME, arch list, versions) and a content fingerprint of every source and user header the
+compilers reported (:mod:`jitload.fingerprint`). When both match, ``load`` returns without starting any
+process, however often the files were re-saved.
+
+A change reaches the process by one of two paths, and ``ext.info`` says which ran:
+
+- **kernel swap** (:mod:`jitload.swap`): the edit is inside ``__global__``/``__device__`` function bodies
+  (of a ``.cu`` source or a header only its device code uses), the extension is loaded here and a GPU is
+  visible. The device code alone is recompiled and the loaded kernels are replaced in place.
+- **full rebuild** (:mod:`jitload.build`): anything else. ninja recompiles the changed objects, and the
+  library is linked and imported under a new name.
 """
 
 from __future__ import annotations
@@ -23,12 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import build, toolchain
+from . import build, devicecode, fingerprint, swap, toolchain
 from .errors import BuildError
 from .lock import build_lock
 
 MANIFEST = "jitload.json"
 _CUDA_SUFFIXES = (".cu", ".cuh")
+_DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
 _handles: dict[str, Extension] = {}
 _handles_lock = threading.Lock()
@@ -46,10 +56,11 @@ class BuildSpec:
     extra_include_paths: tuple[str, ...] = ()
     with_cuda: bool = False
     build_directory: str = ""
+    python_module: bool = True  # False: an op library (TORCH_LIBRARY), loaded with torch.ops.load_library
 
     def key(self) -> str:
         fields = [self.name, self.sources, self.extra_cflags, self.extra_cuda_cflags, self.extra_ldflags,
-                  self.extra_include_paths, self.with_cuda, toolchain.environment_fingerprint()]
+                  self.extra_include_paths, self.with_cuda, self.python_module, toolchain.environment_fingerprint()]
         return hashlib.blake2b(json.dumps(fields).encode(), digest_size=10).hexdigest()
 
 
@@ -57,8 +68,9 @@ class BuildSpec:
 class BuildInfo:
     """What the last ``load``/``reload`` did.
 
-    status: 'built' (compiled or linked something), 'loaded' (imported a build already on disk),
-    'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
+    status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'loaded'
+    (imported a build already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any,
+    is still in use). ``reason`` says why a build ran in full when a kernel swap was not possible.
     """
 
     status: str
@@ -66,11 +78,15 @@ class BuildInfo:
     commands: int = 0
     module_name: str | None = None
     error: BuildError | None = None
+    kernels: int = 0
+    reason: str = ""
 
     def __str__(self) -> str:
         if self.status == "failed":
             return f"failed after {self.seconds:.2f} s (previous build kept)" if self.module_name else "failed"
-        what = {"built": f"built in {self.seconds:.2f} s ({self.commands} commands)",
+        why = f" ({self.reason})" if self.reason else ""
+        what = {"built": f"full rebuild {self.seconds:.2f} s, {self.commands} commands{why}",
+                "swapped": f"kernel swap ({self.kernels} kernel{'s' * (self.kernels != 1)}) {self.seconds:.2f} s",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
         return f"{what} -> {self.module_name}"
@@ -80,23 +96,18 @@ class BuildInfo:
 class _State:
     key: str = ""
     tag: str = ""
-    files: dict[str, list[int]] = field(default_factory=dict)
-
-
-def _stat(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size]
+    files: fingerprint.Record = field(default_factory=dict)
+    hosts: dict[str, str | None] = field(default_factory=dict)  # device-capable file -> host view (None: unsure)
+    units: dict[str, list[str]] = field(default_factory=dict)  # .cu source -> the user headers it includes
 
 
 def _read_manifest(build_directory: str) -> _State:
     try:
         with open(os.path.join(build_directory, MANIFEST)) as f:
             data = json.load(f)
-        return _State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()})
-    except (OSError, ValueError, KeyError, TypeError):
+        return _State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()},
+                      dict(data.get("hosts", {})), {k: list(v) for k, v in data.get("units", {}).items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return _State()
 
 
@@ -104,12 +115,30 @@ def _write_manifest(build_directory: str, state: _State) -> None:
     path = os.path.join(build_directory, MANIFEST)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"key": state.key, "tag": state.tag, "files": state.files}, f, indent=1)
+        json.dump({"key": state.key, "tag": state.tag, "files": state.files, "hosts": state.hosts,
+                   "units": state.units}, f, indent=1)
     os.replace(tmp, path)  # a reader never sees half a manifest
 
 
 def _up_to_date(state: _State, key: str) -> bool:
-    return bool(state.tag) and state.key == key and all(_stat(p) == s for p, s in state.files.items())
+    return bool(state.tag) and state.key == key and not fingerprint.changed(state.files)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _host_view(path: str, text: str | None) -> str | None:
+    if text is None or not path.endswith(_DEVICE_CAPABLE):
+        return None
+    try:
+        return devicecode.host_view(text)
+    except devicecode.Unsure:
+        return None
 
 
 def _import(module_name: str, path: str) -> types.ModuleType:
@@ -125,11 +154,20 @@ def _import(module_name: str, path: str) -> types.ModuleType:
     return module
 
 
+def _load_op_library(module_name: str, path: str) -> types.ModuleType:
+    import torch
+
+    torch.ops.load_library(path)
+    module = types.ModuleType(module_name, f"op library {path}: its ops are under torch.ops")
+    module.__file__ = path
+    return module
+
+
 class Extension:
     """A built extension whose attributes are the newest build's functions.
 
-    ``ext.add(a, b)`` calls into the module loaded last; ``ext.reload()`` rebuilds if a source, a header it
-    includes, a flag or the toolchain changed. A failed rebuild raises :class:`BuildError` and leaves the
+    ``ext.add(a, b)`` calls into the module loaded last; ``ext.reload()`` brings it up to date with its
+    sources (a kernel swap or a full rebuild). A failed rebuild raises :class:`BuildError` and leaves the
     previous module in place.
     """
 
@@ -138,6 +176,7 @@ class Extension:
         self._verbose = verbose
         self._module: types.ModuleType | None = None
         self._state = _State()
+        self._texts: dict[str, str] = {}  # what the loaded code was built from, for "what changed" messages
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -167,6 +206,8 @@ class Extension:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("_"):
             raise AttributeError(attr)
+        if not self._spec.python_module:
+            raise AttributeError(f"'{self.name}' is an op library: call its ops through torch.ops.<namespace>")
         return getattr(self.module, attr)
 
     def __dir__(self) -> list[str]:
@@ -178,33 +219,90 @@ class Extension:
     def __repr__(self) -> str:
         return f"<jitload.Extension '{self.name}': {self.info or 'not built'}>"
 
-    def reload(self, *, force: bool = False) -> Extension:
-        """Rebuild what changed and load it; ``force`` reruns ninja even when nothing seems to have changed."""
+    def reload(self, *, force: bool = False, full: bool = False) -> Extension:
+        """Bring the loaded code up to date: a kernel swap where the edit allows one, else a full rebuild.
+
+        ``full`` rebuilds in full even when a swap would do; ``force`` also reruns ninja when nothing seems
+        to have changed.
+        """
         with self._lock:
             start = time.perf_counter()
             key = self._spec.key()
-            if not force and self._module is not None and _up_to_date(self._state, key):
-                self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
-                return self
+            reason = ""
+            if not force and self._module is not None and self._state.key == key:
+                changed = fingerprint.changed(self._state.files)
+                if not changed and self._state.tag:
+                    self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
+                    return self
+                if not full:
+                    reason = self._try_swap(changed, start)
+                    if not reason:
+                        return self
             try:
-                self._rebuild(key, start, force)
+                self._rebuild(key, start, force or full, reason)
             except BuildError as err:
                 self.info = BuildInfo("failed", time.perf_counter() - start, 0,
                                       self._module.__name__ if self._module else None, err)
                 raise
             return self
 
-    def _rebuild(self, key: str, start: float, force: bool) -> None:
+    def _try_swap(self, changed: list[str], start: float) -> str:
+        """Swap the kernels of the units ``changed`` touches; '' when done, else why a full build is needed."""
+        state = self._state
+        units: dict[str, list[str]] = {}
+        for path in changed:
+            label = os.path.relpath(path)
+            text = _read_text(path)
+            if text is None:
+                return f"{label} is gone"
+            if not path.endswith(_DEVICE_CAPABLE):
+                return f"host code changed: {label}"
+            old = state.hosts.get(path)
+            if old is None:
+                return f"{label} is outside what a kernel swap reads with certainty"
+            if _host_view(path, text) != old:
+                where = devicecode.first_host_difference(self._texts[path], text) if path in self._texts else None
+                return f"host code changed: {where} in {label}" if where else f"host code changed in {label}"
+            touched = [src for src, headers in state.units.items() if path == src or path in headers]
+            if not touched:
+                return f"host code changed: {label}"
+            for src in touched:
+                units[src] = state.units[src]
+        if not swap.gpu_available():
+            return "no GPU to swap kernels on"
+        try:
+            shim = swap.Shim(self.module.__file__)
+            registered = shim.kernels()
+            plans = {src: swap.plan_unit(src, headers, registered) for src, headers in units.items()}
+            before = fingerprint.take(state.files)  # a save during the compile must look changed next time
+            images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
+            for src in plans:
+                shim.load(images[src], plans[src][1])
+        except swap.SwapError as err:
+            return f"kernel swap not possible: {err}"
+        kernels = sum(len(p[1]) for p in plans.values())
+        for path in changed:
+            if path in before:
+                state.files[path] = before[path]
+            text = _read_text(path)
+            if text is not None:
+                self._texts[path] = text
+        self.info = BuildInfo("swapped", time.perf_counter() - start, len(plans), self._module.__name__,
+                              kernels=kernels)
+        return ""
+
+    def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
         spec, directory = self._spec, self._spec.build_directory
         toolchain.make_private_dir(directory)
         with build_lock(directory):
             state = _read_manifest(directory)
             library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
             if not force and _up_to_date(state, key) and os.path.exists(library):
+                self._texts = {p: t for p in state.hosts if (t := _read_text(p)) is not None}
                 self._adopt(state, library, BuildInfo("loaded", 0.0), start)
                 return
-            # Stat before compiling: a file saved during the build must look changed next time.
-            before = {p: _stat(p) for p in (*spec.sources, *state.files)}
+            # Fingerprint before compiling: a file saved during the build must look changed next time.
+            before = fingerprint.take((*spec.sources, *state.files))
             objects = build.write_ninja_file(directory, spec.name, list(spec.sources), list(spec.extra_cflags),
                                              list(spec.extra_cuda_cflags), list(spec.extra_ldflags),
                                              list(spec.extra_include_paths), spec.with_cuda)
@@ -215,22 +313,40 @@ class Extension:
             library = os.path.join(directory, f"{spec.name}_{tag}.so")
             commands = compiled.commands
             if not os.path.exists(library):
-                linked = build.link_library(directory, spec.name, tag, verbose=self._verbose)
+                linked = build.link_library(directory, spec.name, tag, verbose=self._verbose,
+                                            python_module=spec.python_module)
                 if linked.returncode != 0:
                     raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
                 commands += linked.commands
-            files = {p: before.get(p) or _stat(p) for p in build.user_dependencies(directory, objects)}
-            files.update({p: before[p] or _stat(p) for p in spec.sources})
-            new_state = _State(key, tag, {p: s for p, s in files.items() if s is not None})
+            new_state = self._describe(key, tag, objects, before)
             _write_manifest(directory, new_state)
             build.prune_libraries(directory, spec.name, keep=os.path.basename(library))
             status = "built" if commands else ("loaded" if self._module is None or
                                                self._module.__file__ != library else "unchanged")
-            self._adopt(new_state, library, BuildInfo(status, 0.0, commands), start)
+            info = BuildInfo(status, 0.0, commands, reason=reason if status == "built" else "")
+            self._adopt(new_state, library, info, start)
+
+    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record) -> _State:
+        """The manifest of a finished build: fingerprints as taken before it, host views, each unit's headers."""
+        spec, directory = self._spec, self._spec.build_directory
+        paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
+        files = {p: before.get(p) or entry for p, entry in fingerprint.take(paths).items()}
+        texts = {p: _read_text(p) for p in files if p.endswith(_DEVICE_CAPABLE)}
+        hosts = {p: _host_view(p, t) for p, t in texts.items()}
+        units = {}
+        if spec.with_cuda:
+            for src, obj in zip(spec.sources, build.source_objects(directory), strict=False):
+                if src.endswith(".cu") and obj:
+                    units[src] = [h for h in build.user_dependencies(directory, [obj]) if h != src]
+        self._texts = {p: t for p, t in texts.items() if t is not None}
+        return _State(key, tag, files, hosts, units)
 
     def _adopt(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
         name = self._spec.name
         module_name = f"{name}_{state.tag}"
+        if not self._spec.python_module:
+            self._adopt_library(state, library, info, start)
+            return
         if module_name in sys.modules and _LAST_LOADED.get(name, module_name) != module_name:
             # Going back to a build this process loaded before (an edit undone): dlopen would hand back the old
             # mapping without running its static initialisers again, so torch.ops would keep the kernels that
@@ -250,6 +366,22 @@ class Extension:
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
 
+    def _adopt_library(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
+        """Load an op library. Its TORCH_LIBRARY block can register its namespace once per process, so a
+        library whose host code changed is built for the next process but not loaded into this one."""
+        module_name = f"{self._spec.name}_{state.tag}"
+        if self._module is not None and self._module.__file__ != library:
+            raise BuildError(self._spec.name, (
+                f"{os.path.basename(library)} is built, but an op library's TORCH_LIBRARY registrations cannot "
+                "be loaded twice into one process: restart Python to use it "
+                f"({info.reason or 'host code changed'}). Edits inside kernel bodies are swapped in place."),
+                self._spec.build_directory)
+        if self._module is None:
+            self._module = _load_op_library(module_name, library)
+            self.modules_loaded += 1
+        self._state = state
+        info.module_name, info.seconds = module_name, time.perf_counter() - start
+        self.info = info
 
     def _relink(self, state: _State, info: BuildInfo) -> tuple[_State, str]:
         spec, directory = self._spec, self._spec.build_directory
@@ -299,7 +431,7 @@ def _unsupported(kwargs: dict[str, Any]) -> None:
 
 
 def _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory,
-          with_cuda) -> BuildSpec:
+          with_cuda, python_module: bool = True) -> BuildSpec:
     _check_name(name)
     source_list = [os.path.abspath(s) for s in _as_list(sources)]
     if not source_list:
@@ -312,7 +444,8 @@ def _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_i
     directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
     return BuildSpec(name, tuple(source_list), tuple(_as_list(extra_cflags)), tuple(_as_list(extra_cuda_cflags)),
                      tuple(_as_list(extra_ldflags)),
-                     tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory)
+                     tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory,
+                     python_module)
 
 
 def prepare(
@@ -350,13 +483,15 @@ def load(
     """Drop-in for ``torch.utils.cpp_extension.load`` that rebuilds only what changed.
 
     Returns an :class:`Extension` (attributes = the module's functions, always the newest build). With
-    ``is_python_module=False`` or ``is_standalone=True`` the call is handed to torch unchanged (with the
-    CUDA_HOME and arch fixes), since op libraries and executables are not hot-reloadable modules.
+    ``is_python_module=False`` the sources are an op library (``TORCH_LIBRARY``): it is loaded with
+    ``torch.ops.load_library``, its kernel edits are swapped in place, and a host-code edit is built for the
+    next process (a namespace registers once per process). ``is_standalone=True`` is handed to torch unchanged
+    (with the CUDA_HOME and arch fixes).
     """
     _unsupported(kwargs)
     spec = _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
-                 build_directory, with_cuda)
-    if not is_python_module or is_standalone:
+                 build_directory, with_cuda, python_module=is_python_module)
+    if is_standalone:
         return _torch_load(name, list(spec.sources), extra_cflags, extra_cuda_cflags, extra_ldflags,
                            extra_include_paths, spec.build_directory, verbose, spec.with_cuda, is_python_module,
                            is_standalone)

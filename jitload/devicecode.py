@@ -1,0 +1,469 @@
+"""Which parts of a CUDA C++ file are device code, and a torch-free translation unit that holds only them.
+
+A source written the seed article's way (``torch/extension.h``, TORCH_CHECKs, ``__global__`` kernels, a torch
+wrapper launching them with ``<<<>>>``, ``PYBIND11_MODULE``) costs 30-60 s to compile, nearly all of it torch's
+headers; its kernels alone compile in under a second. This module reads the file's top level (namespaces,
+preprocessor lines, declarations, type and function definitions; comments and literals masked) and gives:
+
+- :func:`host_view`: the file as the host compiler sees it *for the purposes of a swap*: every item in full,
+  except that a ``__global__``/``__device__`` function contributes only its signature. Two versions with the
+  same host view differ only inside device-function bodies, so the compiled host code (wrappers, bindings,
+  launch stubs, registration) is still right for the new version and only the kernels need replacing.
+- :func:`device_unit`: the file without host functions, module/op registrations, torch declarations and torch
+  includes; the light c10/ATen headers its device code names (``c10::Half``, ``BFloat16``,
+  ``PackedTensorAccessor32``, c10 macros) are included instead, and each templated kernel that the loaded
+  library registered is explicitly instantiated from its demangled name. ``#line`` directives keep compiler
+  messages pointing at the user's file.
+
+Limits, each of which makes the caller fall back to a full build (never to stale or wrong code): kernels in
+an anonymous namespace or ``static`` (their device names carry a per-unit hash), kernels instantiated with
+lambdas or local types, device code that needs a torch header other than the light ones, user headers that
+include torch headers, braces split across preprocessor branches. ``__host__ __device__`` functions, types
+(structs, classes, enums), constants and macros are host code too: editing them rebuilds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import ctypes.util
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+
+# Items of these kinds are compiled into the device unit; the rest stay on the host side only.
+DEVICE_KINDS = frozenset({"kernel", "device", "hostdevice", "type", "decl", "pp", "namespace", "end"})
+_ATTRIBUTE_CALLS = frozenset({"__launch_bounds__", "__attribute__", "__align__", "__declspec", "alignas",
+                              "C10_LAUNCH_BOUNDS_0", "C10_LAUNCH_BOUNDS_1", "__maxnreg__", "__cluster_dims__",
+                              "__noinline__", "decltype"})
+_REGISTRATIONS = frozenset({"PYBIND11_MODULE", "TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT"})
+_TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](torch|ATen|c10|pybind11|caffe2)/|^\s*#\s*include\s*[<"]Python\.h')
+_HOST_ONLY_DECL = re.compile(
+    r"\bpybind11\b|\bpy::|\btorch::|\bTensor\b|\bPYBIND11_|\bTORCH_|\bat::(?!Half\b|BFloat16\b)")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+# Light headers that device code may need, by what it names; each costs well under a second in cicc.
+_LIGHT_HEADERS = (
+    (re.compile(r"\bHalf\b"), "c10/util/Half.h"),
+    (re.compile(r"\bBFloat16\b"), "c10/util/BFloat16.h"),
+    (re.compile(r"\b(Generic)?(Packed)?TensorAccessor(32|64)?\b|\bRestrictPtrTraits\b|\bDefaultPtrTraits\b"),
+     "ATen/core/TensorAccessor.h"),
+    (re.compile(r"\bC10_[A-Z_0-9]+\b"), "c10/macros/Macros.h"),
+    (re.compile(r"\bc10::complex\b"), "c10/util/complex.h"),
+)
+
+
+class Unsure(Exception):
+    """The file's shape is outside what this module reads with certainty; the caller does a full build."""
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str  # pp, namespace, end, kernel, device, hostdevice, host, registration, type, decl
+    name: str  # a function's or namespace's name ('' for others)
+    line: int  # 1-based line of the item's first character
+    start: int
+    end: int
+    body: int  # offset of a function body's '{' (-1 when there is none)
+    scope: tuple[str, ...]  # enclosing namespaces, '' for an anonymous one
+    is_template: bool = False
+
+
+def _mask(text: str) -> str:
+    """``text`` with comments and string/char literals blanked (newlines kept), so braces can be counted."""
+    out = list(text)
+    i, n = 0, len(text)
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("//", i):
+            j = i
+            while j < n and text[j] != "\n":
+                j += 2 if text[j] == "\\" and j + 1 < n and text[j + 1] == "\n" else 1
+            blank(i, j)
+            i = j
+        elif c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            open_paren = text.find("(", i + 2)
+            if open_paren < 0:
+                raise Unsure("unterminated raw string")
+            delim = text[i + 2:open_paren]
+            close = text.find(f"){delim}\"", open_paren)
+            if close < 0:
+                raise Unsure("unterminated raw string")
+            j = close + len(delim) + 2
+            blank(i + 1, j)
+            i = j
+        elif c in "\"'":
+            if c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
+                i += 1  # a digit separator (1'000'000)
+                continue
+            j = i + 1
+            while j < n and text[j] != c:
+                if text[j] == "\n":
+                    raise Unsure("unterminated literal")
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, j)
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _directive_spans(masked: str) -> list[tuple[int, int]]:
+    """(start, end) of each preprocessor directive, continuation lines included."""
+    spans = []
+    for match in re.finditer(r"(?m)^[ \t]*#", masked):
+        end = match.start()
+        while True:
+            nl = masked.find("\n", end)
+            if nl < 0:
+                end = len(masked)
+                break
+            if masked[:nl].rstrip(" \t\r").endswith("\\"):
+                end = nl + 1
+                continue
+            end = nl + 1
+            break
+        spans.append((match.start(), end))
+    return spans
+
+
+def _match(code: str, i: int, open_ch: str, close_ch: str) -> int:
+    """Offset just past the bracket that closes the one at ``i``."""
+    depth = 0
+    for j in range(i, len(code)):
+        ch = code[j]
+        if ch == open_ch:
+            depth += 1
+        elif ch == close_ch:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    raise Unsure(f"unbalanced '{open_ch}'")
+
+
+def _strip_template_prefix(head: str) -> tuple[str, bool]:
+    stripped = head.lstrip()
+    if not stripped.startswith("template"):
+        return stripped, False
+    rest = stripped[len("template"):].lstrip()
+    if not rest.startswith("<"):
+        return stripped, False
+    depth = 0
+    for j, ch in enumerate(rest):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if depth == 0:
+            inner, _ = _strip_template_prefix(rest[j + 1:])
+            return inner, True
+    raise Unsure("unbalanced template parameter list")
+
+
+def _function_name(head: str) -> str | None:
+    """The name before the head's parameter list, or None when the head is no function (no paren group)."""
+    depth = 0
+    for match in re.finditer(r"[()]", head):
+        if match.group() == "(":
+            if depth == 0:
+                before = head[:match.start()].rstrip()
+                ident = re.search(r"([A-Za-z_]\w*)\s*(<[^()]*>)?$", before)
+                name = ident.group(1) if ident else ""
+                if name not in _ATTRIBUTE_CALLS:
+                    if "=" in re.sub(r"[<>!=]=|operator\s*\S+", "", before):
+                        return None  # an initializer: int x = f(...) { ... } is not a function head
+                    return name or None
+            depth += 1
+        else:
+            depth -= 1
+    return None
+
+
+def _function_kind(head: str, name: str) -> str:
+    words = set(_IDENT.findall(head))
+    if name in _REGISTRATIONS:
+        return "registration"
+    if "__global__" in words:
+        return "kernel"
+    device = bool(words & {"__device__", "C10_DEVICE"})
+    host = bool(words & {"__host__", "C10_HOST"}) or "C10_HOST_DEVICE" in words
+    if "C10_HOST_DEVICE" in words:
+        device = True
+    if device and host:
+        return "hostdevice"
+    return "device" if device else "host"
+
+
+def parse(text: str) -> list[Item]:
+    """The file's top-level items, namespaces opened and closed as items of their own."""
+    masked = _mask(text)
+    spans = _directive_spans(masked)
+    code = list(masked)
+    for a, b in spans:
+        for k in range(a, b):
+            if code[k] != "\n":
+                code[k] = " "
+    code_s = "".join(code)
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_right(line_starts, offset)
+
+    span_at = {a: b for a, b in spans}
+    items: list[Item] = []
+    scope: list[str] = []
+    i, n, start = 0, len(text), None
+    while i < n:
+        if start is None:
+            if i in span_at:
+                items.append(Item("pp", "", line_of(i), i, span_at[i], -1, tuple(scope)))
+                i = span_at[i]
+                continue
+            if code_s[i].isspace():
+                i += 1
+                continue
+            start = i
+        ch = code_s[i]
+        if ch in "([":
+            i = _match(code_s, i, ch, ")" if ch == "(" else "]")
+            continue
+        if ch == ";":
+            items.append(_declaration(text, code_s, start, i + 1, line_of(start), tuple(scope)))
+            start, i = None, i + 1
+            continue
+        if ch == "}":
+            if not scope or code_s[start:i].strip():
+                raise Unsure("unbalanced '}'")
+            items.append(Item("end", scope.pop(), line_of(i), i, i + 1, -1, tuple(scope)))
+            start, i = None, i + 1
+            continue
+        if ch != "{":
+            i += 1
+            continue
+        head_code = code_s[start:i]
+        head_text = text[start:i]
+        ns = re.fullmatch(r"\s*(?:inline\s+)?namespace\s*([\w:]*)\s*", head_code)
+        if ns or re.fullmatch(r'\s*extern\s*"C(\+\+)?"\s*', head_text):
+            name = ns.group(1) if ns else 'extern "C"'
+            items.append(Item("namespace", name, line_of(start), start, i + 1, -1, tuple(scope)))
+            scope.append(name)
+            start, i = None, i + 1
+            continue
+        close = _match(code_s, i, "{", "}")
+        rest, is_template = _strip_template_prefix(head_code)
+        first = _IDENT.match(rest)
+        if first and first.group() in {"struct", "class", "union", "enum"} and _function_name(rest) is None:
+            end = code_s.find(";", close)
+            if end < 0:
+                raise Unsure("type definition without ';'")
+            items.append(Item("type", "", line_of(start), start, end + 1, -1, tuple(scope), is_template))
+            start, i = None, end + 1
+            continue
+        name = _function_name(rest)
+        if name is None:  # an initialiser list or another braced declaration: up to its ';'
+            end = code_s.find(";", close)
+            if end < 0:
+                raise Unsure("braced declaration without ';'")
+            items.append(_declaration(text, code_s, start, end + 1, line_of(start), tuple(scope)))
+            start, i = None, end + 1
+            continue
+        end = close
+        after = re.match(r"\s*;", code_s[end:])
+        if after:  # a stray ';' after a function body
+            end += after.end()
+        items.append(Item(_function_kind(head_code, name), name, line_of(start), start, end, i, tuple(scope),
+                          is_template))
+        start, i = None, end
+    if start is not None and code_s[start:].strip():
+        raise Unsure("the file ends inside a declaration")
+    if scope:
+        raise Unsure("a namespace is not closed")
+    return items
+
+
+def _declaration(text: str, code_s: str, start: int, end: int, line: int, scope: tuple[str, ...]) -> Item:
+    head = code_s[start:end]
+    words = set(_IDENT.findall(head))
+    rest, is_template = _strip_template_prefix(head)
+    name = _function_name(rest.rstrip(";"))
+    if words & {"__global__", "__device__", "__constant__", "__shared__", "__managed__", "C10_DEVICE",
+                "C10_HOST_DEVICE"}:
+        kind = "decl"
+    elif name is not None and not rest.lstrip().startswith(("using", "typedef", "static_assert")):
+        kind = "host"  # a host function's declaration
+    elif _HOST_ONLY_DECL.search(text[start:end]):
+        kind = "host"
+    else:
+        kind = "decl"
+    return Item(kind, name or "", line, start, end, -1, scope, is_template)
+
+
+def _is_device_function(item: Item) -> bool:
+    return item.kind in {"kernel", "device"}
+
+
+def host_parts(text: str, items: list[Item]) -> list[tuple[str, str]]:
+    """(label, text) of everything a swap must leave unchanged: device-function bodies left out."""
+    parts = []
+    for item in items:
+        if _is_device_function(item):
+            snippet = text[item.start:item.body]
+        else:
+            snippet = text[item.start:item.end]
+        label = f"{item.name}() at line {item.line}" if item.name else f"line {item.line}"
+        parts.append((label, " ".join(snippet.split())))
+    return parts
+
+
+def host_view(text: str) -> str:
+    """A fingerprint of ``text``'s host side (see the module docstring); raises :class:`Unsure`."""
+    parts = host_parts(text, parse(text))
+    return hashlib.blake2b("\0".join(p for _, p in parts).encode(), digest_size=16).hexdigest()
+
+
+def first_host_difference(old: str, new: str) -> str | None:
+    """Where the host side of ``new`` first differs from ``old``'s, in words ('add() at line 17'), or None."""
+    try:
+        a, b = host_parts(old, parse(old)), host_parts(new, parse(new))
+    except Unsure:
+        return None
+    for (_, x), (label, y) in zip(a, b, strict=False):
+        if x != y:
+            return label
+    if len(a) != len(b):
+        return b[len(a)][0] if len(b) > len(a) else "the end of the file"
+    return None
+
+
+def include_lines(text: str) -> list[str]:
+    """The targets of the file's ``#include "..."``/``<...>`` lines."""
+    return re.findall(r'(?m)^\s*#\s*include\s*[<"]([^>"]+)[>"]', _mask_comments_only(text))
+
+
+def _mask_comments_only(text: str) -> str:
+    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
+
+
+def includes_torch(text: str) -> bool:
+    return any(_TORCH_INCLUDE.match(f"#include <{target}>") for target in include_lines(text))
+
+
+# ---- explicit instantiations from the mangled names the loaded library registered ----
+
+@functools.lru_cache(maxsize=1)
+def _cxa_demangle():
+    path = ctypes.util.find_library("stdc++") or "libstdc++.so.6"
+    fn = ctypes.CDLL(path).__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    return fn
+
+
+@functools.lru_cache(maxsize=1)
+def _free():
+    fn = ctypes.CDLL(None).free
+    fn.argtypes = [ctypes.c_void_p]
+    return fn
+
+
+def demangle(name: str) -> str | None:
+    """The C++ spelling of a mangled name (libstdc++'s own demangler), or None."""
+    status = ctypes.c_int()
+    out = _cxa_demangle()(name.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not out:
+        return None
+    try:
+        return ctypes.string_at(out).decode()
+    finally:
+        _free()(out)
+
+
+def _split_demangled(text: str) -> tuple[str, str, str] | None:
+    """'void ns::k<float>(float*, int)' -> ('void', 'ns::k', '<float>(float*, int)'), for templates only."""
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for j in range(len(text) - 1, -1, -1):
+        depth += text[j] == ")"
+        depth -= text[j] == "("
+        if depth == 0:
+            break
+    else:
+        return None
+    before = text[:j]
+    if not before.endswith(">"):
+        return None
+    depth = 0
+    for k in range(len(before) - 1, -1, -1):
+        depth += before[k] == ">"
+        depth -= before[k] == "<"
+        if depth == 0:
+            break
+    else:
+        return None
+    qualified = before[:k]
+    # Kernels are never class members, so the qualified name (namespaces only) holds no space.
+    ret, _, qual = qualified.rpartition(" ")
+    return ret.strip(), qual.strip(), text[k:]
+
+
+def instantiations(items: list[Item], mangled: list[str]) -> tuple[list[str], list[str]]:
+    """Explicit instantiations for the registered kernels that are instances of the file's kernel templates,
+    and the mangled names the device unit will then define (its plain kernels' names are added by the
+    caller's check against the compiled image)."""
+    templates = {"::".join((*item.scope, item.name)).replace('extern "C"::', "")
+                 for item in items if item.kind == "kernel" and item.is_template}
+    lines, names = [], []
+    for name in mangled:
+        text = demangle(name)
+        if not text or "(anonymous namespace)" in text or "{lambda" in text or "::'" in text:
+            continue
+        parts = _split_demangled(text)
+        if not parts or parts[1] not in templates:
+            continue
+        ret, qual, rest = parts
+        lines.append(f"template __global__ {ret or 'void'} {qual}{rest};")
+        names.append(name)
+    return lines, names
+
+
+def device_unit(text: str, path: str, mangled: list[str] = ()) -> tuple[str, list[str]]:
+    """The torch-free unit for ``text`` (the file at ``path``) and the template instances it defines.
+
+    Raises :class:`Unsure` where the file cannot be read with certainty.
+    """
+    items = parse(text)
+    body = []
+    for item in items:
+        if item.kind not in DEVICE_KINDS:
+            continue
+        snippet = text[item.start:item.end]
+        if item.kind == "pp" and _TORCH_INCLUDE.match(snippet):
+            continue
+        if item.kind == "decl" and _HOST_ONLY_DECL.search(snippet) and not re.search(
+                r"__global__|__device__|__constant__", snippet):
+            continue
+        body.append(f'#line {item.line} "{path}"\n{snippet}\n')
+    extra, names = instantiations(items, list(mangled))
+    joined = "".join(body) + "\n".join(extra)
+    headers = [h for pattern, h in _LIGHT_HEADERS if pattern.search(joined)]
+    prelude = [f"#include <{h}>" for h in headers]
+    prelude.append("namespace c10 {}\nnamespace at {}\nnamespace torch { using namespace at; }")
+    if "c10/util/Half.h" in headers:
+        prelude.append("namespace at { using c10::Half; }")
+    if "c10/util/BFloat16.h" in headers:
+        prelude.append("namespace at { using c10::BFloat16; }")
+    header = (f"// The device code of {path}, derived by jitload for a kernel swap; torch-free.\n"
+              + "\n".join(prelude) + "\n")
+    tail = f'\n#line 1 "{path} (jitload: explicit instantiations)"\n' + "\n".join(extra) + "\n" if extra else ""
+    return header + "".join(body) + tail, names

@@ -1,0 +1,225 @@
+"""Kernel swap: new device code in a loaded extension in about a second, whatever the source's layout.
+
+A full build of a source that includes torch costs 30-60 s, nearly all of it torch's headers. When an edit
+changes only the bodies of ``__global__``/``__device__`` functions (or a header that only device code
+includes), the compiled host code is still right, and only the kernels need replacing:
+
+1. Every CUDA extension jitload links carries a small shim (``swap_shim.cpp``, linked with
+   ``-Wl,--wrap=`` on the CUDA runtime's registration and launch entry points of that library alone). It
+   records each kernel's host stub and mangled device name as the library registers them, and sends every
+   launch (``<<<>>>``, ``cudaLaunchKernel``, ``cudaLaunchKernelEx``, cooperative launches) and every query
+   that takes a kernel (attributes, occupancy) to the newest code for that kernel.
+2. On such an edit, :mod:`jitload.devicecode` derives a torch-free unit from the source (its device code,
+   light c10 headers, explicit instantiations of the templated kernels the library registered), nvcc compiles
+   it to a fatbin with the build's own device flags (under a second), and the shim loads it
+   (``cudaLibraryLoadData``) and redirects the kernels, all or none.
+
+Anything the derivation or the swap cannot do with certainty (see devicecode's limits, a kernel missing from
+the new code, no GPU) raises :class:`SwapError`, and the caller does the full build instead. Loaded code is
+never unloaded, so CUDA graphs captured before a swap replay the kernels they captured.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from . import devicecode, toolchain
+
+SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "swap_shim.cpp")
+WRAPPED = (
+    "__cudaRegisterFunction", "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz",
+    "cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
+    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+    "cudaFuncGetAttributes", "cudaFuncSetAttribute",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cudaOccupancyAvailableDynamicSMemPerBlock",
+)
+SWAP_DIR = "swap"
+_shim_lock = threading.Lock()
+
+
+class SwapError(Exception):
+    """Why a kernel swap cannot be done; the caller rebuilds in full instead."""
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _host_compiler() -> str:
+    return os.environ.get("CXX") or "c++"
+
+
+def shim_object() -> str:
+    """The compiled shim for this toolchain, built once under the cache root (about a second)."""
+    cuda_home = toolchain.find_cuda_home()
+    if not cuda_home:
+        raise SwapError("no CUDA toolkit found")
+    with open(SHIM_SOURCE, "rb") as f:
+        source = f.read()
+    cxx = _host_compiler()
+    digest = hashlib.blake2b(source + f"\0{cxx}\0{cuda_home}".encode(), digest_size=8).hexdigest()
+    directory = toolchain.make_private_dir(os.path.join(toolchain.cache_root(), "_swap_shim"))
+    obj = os.path.join(directory, f"swap_shim_{digest}.o")
+    with _shim_lock:
+        if not os.path.exists(obj):
+            tmp = f"{obj}.{os.getpid()}.tmp"
+            cmd = [*shlex.split(cxx), "-O2", "-fPIC", "-fvisibility=hidden", "-std=c++17",
+                   f"-I{os.path.join(cuda_home, 'include')}", "-c", SHIM_SOURCE, "-o", tmp]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"cannot compile jitload's kernel-swap shim:\n{' '.join(cmd)}\n{done.stderr}")
+            os.replace(tmp, obj)  # processes building at once agree on one file
+    return obj
+
+
+def link_flags() -> list[str]:
+    """What the link line of a CUDA extension gets so that its kernels can be swapped."""
+    return [shim_object(), *(f"-Wl,--wrap={symbol}" for symbol in WRAPPED)]
+
+
+class Shim:
+    """The shim inside one loaded library, reached through that library's own handle."""
+
+    def __init__(self, path: str):
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)  # already loaded: no second copy
+        except OSError:
+            lib = ctypes.CDLL(path)
+        try:
+            self._count = lib.jitload_swap_kernel_count
+            self._name = lib.jitload_swap_kernel_name
+            self._load = lib.jitload_swap_load
+            self._swaps = lib.jitload_swap_count
+        except AttributeError as err:
+            raise SwapError(f"{os.path.basename(path)} was built without jitload's kernel-swap shim") from err
+        self._name.restype = ctypes.c_char_p
+        self._name.argtypes = [ctypes.c_int]
+        self._load.restype = ctypes.c_int
+        self._load.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                               ctypes.c_size_t]
+        self._lib = lib
+
+    def kernels(self) -> list[str]:
+        """Mangled names of the library's kernels, in registration order, without repeats."""
+        names = (self._name(i) for i in range(self._count()))
+        return list(dict.fromkeys(n.decode() for n in names if n))
+
+    def swaps(self) -> int:
+        return int(self._swaps())
+
+    def load(self, image: bytes, names: list[str]) -> int:
+        """Send the named kernels to their copies in ``image``; all or none. Returns the stubs redirected."""
+        array = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
+        error = ctypes.create_string_buffer(1024)
+        done = self._load(image, array, len(names), error, len(error))
+        if done < 0:
+            raise SwapError(error.value.decode(errors="replace"))
+        return done
+
+
+def _ninja_variables(build_directory: str) -> dict[str, str]:
+    values = {}
+    with open(os.path.join(build_directory, "build.ninja")) as f:
+        for line in f:
+            if " = " in line and not line.startswith((" ", "\t", "build ", "rule ")):
+                key, _, value = line.rstrip("\n").partition(" = ")
+                values[key.strip()] = value.replace("$ ", " ").replace("$:", ":").replace("$$", "$")
+    return values
+
+
+def device_command(build_directory: str, unit: str, image: str, source: str) -> list[str]:
+    """nvcc with the build's own device flags (arch list, defines, includes), compiling ``unit`` to a fatbin."""
+    values = _ninja_variables(build_directory)
+    if "nvcc" not in values:
+        raise SwapError("the build has no CUDA compile rule")
+    return [*shlex.split(values["nvcc"]), "-fatbin", f"-I{os.path.dirname(source)}",
+            *shlex.split(values.get("cuda_cflags", "")), unit, "-o", image,
+            *shlex.split(values.get("cuda_post_cflags", ""))]
+
+
+def kernel_name(mangled: str) -> str | None:
+    """A registered kernel's qualified name without template arguments or parameters ('ns::k')."""
+    text = devicecode.demangle(mangled)
+    if text is None:
+        return None
+    depth, cut = 0, -1
+    for j in range(len(text) - 1, -1, -1):
+        depth += text[j] == ")"
+        depth -= text[j] == "("
+        if depth == 0:
+            cut = j
+            break
+    before = text[:cut].rstrip() if cut > 0 else text
+    if before.endswith(">"):
+        depth = 0
+        for k in range(len(before) - 1, -1, -1):
+            depth += before[k] == ">"
+            depth -= before[k] == "<"
+            if depth == 0:
+                before = before[:k]
+                break
+    return before.rpartition(" ")[2]
+
+
+def _defined_kernels(text: str) -> set[str]:
+    items = devicecode.parse(text)
+    return {"::".join(s for s in (*item.scope, item.name) if s != 'extern "C"') for item in items
+            if item.kind == "kernel"}
+
+
+def plan_unit(source: str, headers: list[str], registered: list[str]) -> tuple[str, list[str]]:
+    """The device unit for ``source`` and the registered kernels it must replace (all of its own and its
+    user headers' kernels). Raises :class:`SwapError` where the derivation is unsure."""
+    try:
+        with open(source) as f:
+            text = f.read()
+        defined = _defined_kernels(text)
+        for header in headers:
+            with open(header) as f:
+                header_text = f.read()
+            if devicecode.includes_torch(header_text):
+                raise SwapError(f"{os.path.basename(header)} includes torch headers")
+            defined |= _defined_kernels(header_text)
+        unit, _ = devicecode.device_unit(text, source, registered)
+    except devicecode.Unsure as err:
+        raise SwapError(f"{os.path.basename(source)}: {err}") from err
+    except OSError as err:
+        raise SwapError(str(err)) from err
+    names = [n for n in registered if kernel_name(n) in defined]
+    if not names:
+        raise SwapError(f"no registered kernel is defined in {os.path.basename(source)}")
+    return unit, names
+
+
+def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, bytes]:
+    """Compile each source's derived unit (in parallel); returns the fatbin images by source."""
+    directory = toolchain.make_private_dir(os.path.join(build_directory, SWAP_DIR))
+
+    def one(source: str) -> bytes:
+        stem = os.path.splitext(os.path.basename(source))[0]
+        unit = os.path.join(directory, f"{stem}.device.cu")
+        image = os.path.join(directory, f"{stem}.fatbin")
+        with open(unit, "w") as f:
+            f.write(units[source])
+        cmd = device_command(build_directory, unit, image, source)
+        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+        with open(os.path.join(build_directory, "build.log"), "a") as log:
+            log.write(f"# kernel swap: {' '.join(cmd)}\n{done.stdout}{done.stderr}")
+        if done.returncode != 0:
+            first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:300])
+            raise SwapError(f"the device code alone did not compile ({first.strip()})")
+        with open(image, "rb") as f:
+            return f.read()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
+        results = dict(zip(units, pool.map(one, units), strict=True))
+    return results
