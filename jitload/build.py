@@ -229,7 +229,10 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
 
 
 def _toolchain_roots() -> tuple[str, ...]:
-    roots = {os.path.dirname(torch.__file__), "/usr/include", "/usr/lib", "/usr/local/include"}
+    # site-packages/nvidia holds the CUDA headers of torch's pip wheels (see toolchain.library_include_dirs).
+    site = os.path.dirname(os.path.dirname(torch.__file__))
+    roots = {os.path.dirname(torch.__file__), os.path.join(site, "nvidia"), "/usr/include", "/usr/lib",
+             "/usr/local/include"}
     roots.update(p for p in (sysconfig.get_paths().get("include"), sysconfig.get_paths().get("platinclude")) if p)
     cuda = toolchain.find_cuda_home()
     if cuda:

@@ -1,0 +1,402 @@
+"""Kernel swap: device-only edits of torch-style sources reach the loaded extension without a full rebuild.
+
+CPU: the derivation of torch-free device units from a corpus of real-world-style files (each compiled for
+sm_90), the host/device decision, the shim in a real build, and re-saves that start no process.
+GPU: each layout (the seed article's one file, AT_DISPATCH templates in half and bfloat16, a device header,
+PackedTensorAccessor32, load_inline with a torch wrapper, a TORCH_LIBRARY op library) cold, kernel edit,
+re-save and host edit, with the new value checked on the GPU after each; a CUDA graph captured before a swap.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+import torch
+
+import jitload
+from jitload import devicecode, swap, toolchain
+
+CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
+NVCC = os.path.join(toolchain.find_cuda_home() or "/usr/local/cuda", "bin", "nvcc")
+needs_nvcc = pytest.mark.skipif(not os.path.exists(NVCC), reason="nvcc not found (no CUDA toolkit)")
+
+
+def _read(name):
+    with open(os.path.join(CORPUS, name)) as f:
+        return f.read()
+
+
+def _copy(tmp_path, *names):
+    for name in names:
+        shutil.copy(os.path.join(CORPUS, name), tmp_path / name)
+    return str(tmp_path / names[0])
+
+
+def _edit(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
+
+
+def _nvcc_cubin(source, out, *extra):
+    include = os.path.join(os.path.dirname(torch.__file__), "include")
+    cmd = [NVCC, "-cubin", "-arch=sm_90", "-std=c++17", "--expt-relaxed-constexpr", f"-I{include}",
+           f"-I{CORPUS}", *extra, str(source), "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with open(out, "rb") as f:
+        return set(re.findall(rb"\.text\.(_Z\w+)", f.read()))
+
+
+# ---- the host/device decision (pure text) ----
+
+def test_body_edit_keeps_the_host_view():
+    text = _read("seed_add.cu")
+    edited = text.replace("C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] - B[idx];\n        C[idx] *= 2;")
+    assert devicecode.host_view(edited) == devicecode.host_view(text)
+    assert devicecode.first_host_difference(text, edited) is None
+
+
+@pytest.mark.parametrize(("old", "new", "where"), [
+    ('"B must be a CUDA tensor"', '"B: CUDA please"', "add_tensors_cuda() at line 13"),
+    ("dim3 block(256);", "dim3 block(128);", "add_tensors_cuda() at line 13"),
+    ("float* C, int size)", "float* C, long size)", "add_kernel() at line 6"),
+    ('"CUDA-accelerated tensor addition"', '"addition"', "PYBIND11_MODULE() at line 34"),
+    ("#include <cuda.h>", "#include <cuda.h>\n#define EXTRA 1", "line 4"),
+])
+def test_host_edit_changes_the_host_view(old, new, where):
+    text = _read("seed_add.cu")
+    edited = text.replace(old, new)
+    assert edited != text
+    assert devicecode.host_view(edited) != devicecode.host_view(text)
+    assert devicecode.first_host_difference(text, edited) == where
+
+
+def test_device_header_edit_keeps_its_host_view_and_a_host_device_edit_does_not():
+    header = _read("block_reduce.cuh")
+    assert devicecode.host_view(header.replace("offset >>= 1", "offset /= 2")) == devicecode.host_view(header)
+    both = header.replace("__device__ __forceinline__ float warp_sum", "__host__ __device__ float warp_sum")
+    assert devicecode.host_view(both.replace("offset >>= 1", "offset /= 2")) != devicecode.host_view(both)
+
+
+@pytest.mark.parametrize("text", [
+    "#if X\nvoid f() {\n#else\nvoid f() { {\n#endif\n}\n",  # braces split across preprocessor branches
+    'const char* s = "unterminated;\n',
+    "namespace a {\n__global__ void k() {}\n",  # a namespace never closed
+])
+def test_unreadable_shapes_are_unsure(text):
+    with pytest.raises(devicecode.Unsure):
+        devicecode.host_view(text)
+
+
+def test_items_are_classified():
+    kinds = {(i.kind, i.name) for i in devicecode.parse(_read("op_library.cu"))}
+    assert {("kernel", "muladd_kernel"), ("host", "mymuladd_cuda"), ("registration", "TORCH_LIBRARY"),
+            ("registration", "TORCH_LIBRARY_IMPL"), ("namespace", "extension_cpp")} <= kinds
+    shared = {(i.kind, i.name) for i in devicecode.parse(_read("shared_reduce.cu"))}
+    assert ("kernel", "row_sums") in shared and ("host", "sums") in shared
+
+
+# ---- device units of the corpus, compiled for sm_90 ----
+
+REFERENCE = {  # the instantiations AT_DISPATCH makes, written in source types: nvcc mangles them for us
+    "dispatch_template.cu": """
+        template <typename scalar_t> __global__ void scale_shift_kernel(const scalar_t* __restrict__ x,
+            scalar_t* __restrict__ y, float scale, float shift, int64_t n) {}
+        template __global__ void scale_shift_kernel<float>(const float*, float*, float, float, int64_t);
+        template __global__ void scale_shift_kernel<double>(const double*, double*, float, float, int64_t);
+        template __global__ void scale_shift_kernel<c10::Half>(const c10::Half*, c10::Half*, float, float, int64_t);
+        template __global__ void scale_shift_kernel<c10::BFloat16>(const c10::BFloat16*, c10::BFloat16*, float,
+            float, int64_t);""",
+    "accessor.cu": """
+        template <typename T> __global__ void row_sum_kernel(const at::PackedTensorAccessor32<T, 2,
+            at::RestrictPtrTraits> x, at::PackedTensorAccessor32<T, 1, at::RestrictPtrTraits> out) {}
+        template __global__ void row_sum_kernel<float>(const at::PackedTensorAccessor32<float, 2,
+            at::RestrictPtrTraits>, at::PackedTensorAccessor32<float, 1, at::RestrictPtrTraits>);
+        template __global__ void row_sum_kernel<double>(const at::PackedTensorAccessor32<double, 2,
+            at::RestrictPtrTraits>, at::PackedTensorAccessor32<double, 1, at::RestrictPtrTraits>);""",
+    "shared_reduce.cu": """
+        namespace reduce { template <int B> __global__ void row_sums(const float* __restrict__ x,
+            float* __restrict__ out, int cols) {}
+        template __global__ void row_sums<256>(const float* __restrict__, float* __restrict__, int); }""",
+}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["seed_add.cu", "dispatch_template.cu", "accessor.cu", "shared_reduce.cu",
+                                  "op_library.cu"])
+def test_device_unit_compiles_torch_free_with_every_kernel(name, tmp_path):
+    registered = []
+    if name in REFERENCE:
+        ref = tmp_path / "reference.cu"
+        ref.write_text("#include <c10/util/Half.h>\n#include <c10/util/BFloat16.h>\n"
+                       "#include <ATen/core/TensorAccessor.h>\n#include <cstdint>\n" + REFERENCE[name])
+        registered = sorted(n.decode() for n in _nvcc_cubin(ref, tmp_path / "reference.cubin"))
+        assert registered
+    path = os.path.join(CORPUS, name)
+    unit, instantiated = devicecode.device_unit(_read(name), path, registered)
+    assert "torch/extension.h" not in unit and "PYBIND11_MODULE" not in unit and "TORCH_LIBRARY" not in unit
+    assert sorted(instantiated) == registered
+    (tmp_path / "unit.cu").write_text(unit)
+    start = time.perf_counter()
+    names = _nvcc_cubin(tmp_path / "unit.cu", tmp_path / "unit.cubin")
+    print(f"{name}: device unit compiled in {time.perf_counter() - start:.2f} s")
+    assert {n.encode() for n in registered} <= names
+    defined = {swap.kernel_name(n.decode()) for n in names}
+    kernels = {i.name for i in devicecode.parse(_read(name)) if i.kind == "kernel"}
+    assert kernels <= {d.rpartition("::")[2] for d in defined}
+
+
+@needs_nvcc
+def test_device_unit_errors_point_at_the_users_file(tmp_path):
+    text = _read("seed_add.cu").replace("C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] + undefined_name;")
+    unit, _ = devicecode.device_unit(text, "/home/me/add.cu")
+    (tmp_path / "unit.cu").write_text(unit)
+    done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", str(tmp_path / "unit.cu"), "-o",
+                           str(tmp_path / "u.cubin")], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert '/home/me/add.cu(9): error: identifier "undefined_name" is undefined' in done.stdout + done.stderr
+
+
+def test_demangled_template_instances_become_explicit_instantiations():
+    items = devicecode.parse(_read("shared_reduce.cu"))
+    lines, names = devicecode.instantiations(items, ["_ZN6reduce8row_sumsILi256EEEvPKfPfi", "_Z1fv"])
+    assert lines == ["template __global__ void reduce::row_sums<256>(float const*, float*, int);"]
+    assert names == ["_ZN6reduce8row_sumsILi256EEEvPKfPfi"]
+    assert swap.kernel_name("_ZN6reduce8row_sumsILi256EEEvPKfPfi") == "reduce::row_sums"
+    assert swap.kernel_name("_Z10add_kernelPKfS0_Pfi") == "add_kernel"
+
+
+# ---- the shim in a real build, and re-saves that start no process ----
+
+@pytest.fixture(scope="module")
+def seed_ext(tmp_path_factory):
+    """The seed article's one-file add.cu, built by jitload (about a minute on 2 cores, once)."""
+    folder = tmp_path_factory.mktemp("seed")
+    path = _copy(folder, "seed_add.cu")
+    return jitload.load("seed_add", [path], build_directory=str(folder / "build")), path
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_shim_records_kernels_and_the_derived_unit_provides_them(seed_ext):
+    ext, path = seed_ext
+    shim = swap.Shim(ext.module.__file__)
+    assert shim.kernels() == ["_Z10add_kernelPKfS0_Pfi"]
+    assert shim.swaps() == 0
+    unit, names = swap.plan_unit(path, ext._state.units[path], shim.kernels())
+    assert names == ["_Z10add_kernelPKfS0_Pfi"]
+    image = swap.compile_units(ext.build_directory, {path: unit})[path]
+    assert image  # compiled with the build's own flags: its arch list and defines
+    assert not any("cuda_runtime.h" in h for h in ext._state.units[path])  # toolchain headers are not "user"
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_resave_of_identical_bytes_starts_no_process(seed_ext, monkeypatch):
+    ext, path = seed_ext
+    ext.reload()
+    with open(path, "rb") as f:
+        data = f.read()
+    os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    with open(path, "wb") as f:
+        f.write(data)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started for an identical re-save: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(subprocess, "run", refuse)
+    again = jitload.load("seed_add", [path], build_directory=ext.build_directory)
+    assert again is ext and ext.info.status == "unchanged", ext.info
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_without_a_gpu_a_kernel_edit_says_why_it_rebuilds(seed_ext, monkeypatch):
+    ext, path = seed_ext
+    monkeypatch.setattr(swap, "gpu_available", lambda: False)
+    _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = B[idx] + A[idx];")
+    try:
+        assert ext._try_swap([path], time.perf_counter()) == "no GPU to swap kernels on"
+        _edit(path, '"B must be a CUDA tensor"', '"B: CUDA"')
+        assert ext._try_swap([path], time.perf_counter()).startswith("host code changed: add_tensors_cuda()")
+    finally:
+        with open(path, "w") as f:
+            f.write(_read("seed_add.cu"))
+
+
+# ---- on the GPU ----
+
+def _timed_reload(ext):
+    start = time.perf_counter()
+    ext.reload()
+    return time.perf_counter() - start
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_seed_layout_kernel_edit_is_swapped(seed_ext):
+    ext, path = seed_ext
+    a, b = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    add = ext.add  # a reference taken before the swap sees the new kernel too
+    torch.testing.assert_close(add(a, b), a + b)
+    try:
+        _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] + 2.0f * B[idx];")
+        seconds = _timed_reload(ext)
+        print(f"seed add.cu kernel edit: {ext.info} ({seconds:.2f} s)")
+        assert ext.info.status == "swapped" and ext.info.kernels == 1
+        assert str(ext.info).startswith("kernel swap (1 kernel)")
+        torch.testing.assert_close(add(a, b), a + 2 * b)
+        torch.testing.assert_close(ext.add(a, b), a + 2 * b)
+        assert ext.reload().info.status == "unchanged"
+
+        # A CUDA graph captured now keeps replaying the kernel it captured after the next swap.
+        out = torch.empty_like(a)
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            ext.add(a, b)  # warm-up outside capture
+            with torch.cuda.graph(graph, stream=stream):
+                out.copy_(ext.add(a, b))
+        torch.cuda.synchronize()
+        _edit(path, "C[idx] = A[idx] + 2.0f * B[idx];", "C[idx] = A[idx] - B[idx];")
+        ext.reload()
+        assert ext.info.status == "swapped"
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, a + 2 * b)
+        torch.testing.assert_close(ext.add(a, b), a - b)
+        with torch.cuda.stream(stream):  # launches on a side stream see the new kernel as well
+            side = ext.add(a, b)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(side, a - b)
+
+        # Host code (a TORCH_CHECK message) changed: a full rebuild that says why, and the current kernel.
+        _edit(path, '"B must be a CUDA tensor"', '"B must live on the GPU"')
+        seconds = _timed_reload(ext)
+        print(f"seed add.cu host edit: {ext.info} ({seconds:.1f} s)")
+        assert ext.info.status == "built"
+        assert "host code changed: add_tensors_cuda() at line 13" in ext.info.reason
+        torch.testing.assert_close(ext.add(a, b), a - b)
+        with pytest.raises(RuntimeError, match="B must live on the GPU"):
+            ext.add(a, b.cpu())
+    finally:
+        with open(path, "w") as f:
+            f.write(_read("seed_add.cu"))
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_dispatch_template_swaps_every_instance(tmp_path):
+    path = _copy(tmp_path, "dispatch_template.cu")
+    ext = jitload.load("swap_dispatch", [path], build_directory=str(tmp_path / "build"))
+    dtypes = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    xs = {dt: torch.randn(4099, device="cuda").to(dt) for dt in dtypes}
+    for dt, x in xs.items():
+        torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 + 1).to(dt))
+    _edit(path, "x[i]) * scale + shift", "x[i]) * scale - shift")
+    seconds = _timed_reload(ext)
+    print(f"AT_DISPATCH template edit: {ext.info} ({seconds:.2f} s)")
+    assert ext.info.status == "swapped" and ext.info.kernels == 4
+    for dt, x in xs.items():
+        torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 - 1).to(dt))
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_device_header_and_accessor_edits_are_swapped(tmp_path):
+    path = _copy(tmp_path, "shared_reduce.cu", "block_reduce.cuh")
+    acc_path = _copy(tmp_path, "accessor.cu")
+    ext = jitload.load("swap_reduce", [path], build_directory=str(tmp_path / "build"))
+    acc = jitload.load("swap_accessor", [acc_path], build_directory=str(tmp_path / "build_acc"))
+    x = torch.randn(64, 1000, device="cuda")
+    torch.testing.assert_close(ext.sums(x)[0], x.sum(1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(acc.row_sum(x), x.sum(1), rtol=1e-4, atol=1e-4)
+    _edit(str(tmp_path / "block_reduce.cuh"), "warp_sum(v) : 0.0f", "2.0f * warp_sum(v) : 0.0f")
+    seconds = _timed_reload(ext)
+    print(f"device header edit: {ext.info} ({seconds:.2f} s)")
+    assert ext.info.status == "swapped"
+    torch.testing.assert_close(ext.sums(x)[0], 2 * x.sum(1), rtol=1e-4, atol=1e-4)
+    _edit(acc_path, "out[row] = acc;", "out[row] = -acc;")
+    seconds = _timed_reload(acc)
+    print(f"PackedTensorAccessor32 kernel edit: {acc.info} ({seconds:.2f} s)")
+    assert acc.info.status == "swapped" and acc.info.kernels == 2
+    torch.testing.assert_close(acc.row_sum(x), -x.sum(1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(acc.row_sum(x.double()), -x.double().sum(1))
+
+
+INLINE_CUDA = """
+__global__ void scale_kernel(const float* x, float* y, float k, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * k;
+}
+
+torch::Tensor scale(torch::Tensor x, double k) {
+    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat, "x: float32 CUDA");
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)k, n);
+    return y;
+}
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_load_inline_with_a_torch_wrapper_is_swapped(tmp_path):
+    kwargs = dict(functions=["scale"], build_directory=str(tmp_path / "build"))
+    decl = "torch::Tensor scale(torch::Tensor x, double k);"
+    ext = jitload.load_inline("swap_inline", decl, cuda_sources=INLINE_CUDA, **kwargs)
+    x = torch.randn(5000, device="cuda")
+    torch.testing.assert_close(ext.scale(x, 3.0), x * 3)
+    ext = jitload.load_inline("swap_inline", decl, cuda_sources=INLINE_CUDA.replace("x[i] * k", "x[i] * k + 1.0f"),
+                              **kwargs)
+    print(f"load_inline kernel edit: {ext.info}")
+    assert ext.info.status == "swapped"
+    torch.testing.assert_close(ext.scale(x, 3.0), x * 3 + 1)
+    assert jitload.load_inline("swap_inline", decl, cuda_sources=INLINE_CUDA.replace("x[i] * k", "x[i] * k + 1.0f"),
+                               **kwargs).info.status == "unchanged"
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_op_library_kernel_edit_is_swapped_and_a_host_edit_asks_for_a_restart(tmp_path):
+    path = _copy(tmp_path, "op_library.cu")
+    ext = jitload.load("swap_oplib", [path], build_directory=str(tmp_path / "build"), is_python_module=False)
+    a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    op = torch.ops.extension_cpp.mymuladd
+    torch.testing.assert_close(op(a, b, 0.5), a * b + 0.5)
+    compiled = torch.compile(lambda u, v: op(u, v, 0.5) * 2)
+    torch.testing.assert_close(compiled(a, b), (a * b + 0.5) * 2)
+    _edit(path, "a[idx] * b[idx] + c", "a[idx] * b[idx] - c")
+    seconds = _timed_reload(ext)
+    print(f"op library kernel edit: {ext.info} ({seconds:.2f} s)")
+    assert ext.info.status == "swapped"
+    torch.testing.assert_close(op(a, b, 0.5), a * b - 0.5)
+    torch.testing.assert_close(compiled(a, b), (a * b - 0.5) * 2)  # torch.compile over the op sees it too
+    _edit(path, "TORCH_CHECK(a.sizes() == b.sizes());", 'TORCH_CHECK(a.sizes() == b.sizes(), "sizes");')
+    with pytest.raises(jitload.BuildError, match="restart Python"):
+        ext.reload()
+    torch.testing.assert_close(op(a, b, 0.5), a * b - 0.5)  # the loaded library still works
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second GPU")
+def test_swapped_kernel_runs_on_a_second_gpu(seed_ext):
+    ext, path = seed_ext
+    try:
+        _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] * B[idx];")
+        ext.reload()
+        assert ext.info.status == "swapped"
+        with torch.cuda.device(1):
+            a, b = torch.randn(100, device="cuda:1"), torch.randn(100, device="cuda:1")
+            torch.testing.assert_close(ext.add(a, b), a * b)
+    finally:
+        with open(path, "w") as f:
+            f.write(_read("seed_add.cu"))
