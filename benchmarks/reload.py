@@ -1,11 +1,17 @@
-"""Rebuild times: jitload.load vs torch.utils.cpp_extension.load on the same extension.
+"""Rebuild times: jitload vs torch.utils.cpp_extension's load()/load_inline() on the same sources.
 
-For each loader, one fresh Python process (as a notebook would be) does: a cold build, a no-op reload, a
-kernel-body edit and a header-only edit, each followed by a call that says whether the new code is live.
-The extension is the fast layout: binding.cpp includes torch and api.h; kernel.cu includes api.h and
-kernel.cuh, no torch header. The last step edits api.h, which the binding includes too.
+Part 1, the split layout: for each loader, one fresh Python process (as a notebook would be) does a cold
+build, a no-op reload, a kernel-body edit and a header-only edit, each followed by a call that says whether
+the new code is live. binding.cpp includes torch and api.h; kernel.cu includes api.h and kernel.cuh, no torch
+header. The last step edits api.h, which the binding includes too.
 
-    python benchmarks/reload.py [--out benchmarks/results/reload-MACHINE.md]
+Part 2 (on a GPU), the layouts people write first, from tests/swap_corpus: the seed article's one-file
+add.cu, an AT_DISPATCH template (checked in half precision), load_inline with a torch wrapper in
+cuda_sources, and a TORCH_LIBRARY op library. Each step is timed from the call of load to the first checked
+result: cold, kernel-body edit, a re-save of identical bytes, a host edit (a TORCH_CHECK message). Each
+(layout, loader) pair runs in its own process, --jobs of them at once.
+
+    python benchmarks/reload.py [--jobs 8] [--out benchmarks/results/reload-MACHINE.md]
 """
 
 from __future__ import annotations
@@ -150,9 +156,118 @@ def _noop_many_files(which: str, env: dict[str, str]) -> float:
         return float(proc.stdout.split()[-1])
 
 
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests", "swap_corpus")
+# layout: (files, kernel edit, host edit); the worker knows how each layout is loaded and checked.
+LAYOUTS = {
+    "seed article: one add.cu": (["seed_add.cu"], ("C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] + 2.0f * B[idx];"),
+                                 ('"B must be a CUDA tensor"', '"B must live on the GPU"')),
+    "AT_DISPATCH template (half)": (["dispatch_template.cu"], ("x[i]) * scale + shift", "x[i]) * scale - shift"),
+                                    ('"x must be contiguous"', '"x: contiguous please"')),
+    "load_inline, torch wrapper in cuda_sources": (["inline_scale.cu"], ("y[i] = x[i] * k;", "y[i] = x[i] * k + 1.0f;"),
+                                                   ('"x: float32 CUDA"', '"x: a float32 CUDA tensor"')),
+    "TORCH_LIBRARY op library": (["op_library.cu"], ("a[idx] * b[idx] + c", "a[idx] * b[idx] - c"), None),
+}
+LAYOUT_WORKER = r"""
+import json, os, sys, time, torch
+layout, which, src, build_dir, kernel_edit, host_edit = sys.argv[1:7]
+kernel_edit, host_edit = json.loads(kernel_edit), json.loads(host_edit)
+if which == "jitload":
+    import jitload as ce
+else:
+    from torch.utils import cpp_extension as ce
+os.makedirs(build_dir, exist_ok=True)
+a, b = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+files = sorted(os.listdir(src))
+path = os.path.join(src, files[0])
+def load(edited):
+    if layout.startswith("load_inline"):
+        cuda = open(path).read()
+        m = ce.load_inline("bench_inline", "torch::Tensor scale(torch::Tensor x, double k);", cuda_sources=cuda,
+                           functions=["scale"], build_directory=build_dir)
+        return m.scale(a, 3.0), a * 3 + (1 if edited else 0)
+    if layout.startswith("TORCH_LIBRARY"):
+        ce.load("bench_oplib", [path], build_directory=build_dir, is_python_module=False)
+        return torch.ops.extension_cpp.mymuladd(a, b, 0.5), a * b + (-0.5 if edited else 0.5)
+    if layout.startswith("AT_DISPATCH"):
+        m = ce.load("bench_dispatch", [path], build_directory=build_dir)
+        h = a.half()
+        return m.scale_shift(h, 2.0, 1.0).float(), (h.float() * 2 + (-1 if edited else 1)).half().float()
+    m = ce.load("bench_seed", [path], build_directory=build_dir)
+    return m.add(a, b), a + (2 if edited else 1) * b
+def step(name, edited):
+    t = time.perf_counter()
+    try:
+        got, want = load(edited)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - t
+        live = bool(torch.allclose(got, want, rtol=1e-2, atol=1e-2))
+        how = str(getattr(ce, "handles", lambda: {})() and list(ce.handles().values())[0].info or "")
+    except Exception as err:
+        seconds, live, how = time.perf_counter() - t, None, f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+    print(json.dumps({"step": name, "seconds": seconds, "live": live, "how": how}), flush=True)
+def edit(old, new):
+    text = open(path).read()
+    open(path, "w").write(text.replace(old, new))
+step("cold", False)
+edit(*kernel_edit)
+step("kernel-body edit", True)
+same = open(path).read()
+open(path, "w").write(same)
+step("re-save, same bytes", True)
+if host_edit:
+    edit(*host_edit)
+    step("host edit (TORCH_CHECK message)", True)
+"""
+
+
+def _layout_run(layout: str, which: str, env: dict[str, str]) -> list[dict]:
+    files, kernel_edit, host_edit = LAYOUTS[layout]
+    with tempfile.TemporaryDirectory(prefix=f"layout-{which}-") as tmp:
+        src = os.path.join(tmp, "src")
+        os.mkdir(src)
+        for name in files:
+            with open(os.path.join(CORPUS, name)) as f, open(os.path.join(src, name), "w") as out:
+                out.write(f.read())
+        proc = subprocess.run([sys.executable, "-c", LAYOUT_WORKER, layout, which, src, os.path.join(tmp, "build"),
+                               json.dumps(kernel_edit), json.dumps(host_edit)], capture_output=True, text=True,
+                              env=env)
+        steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode != 0 and not steps:
+            steps = [{"step": "cold", "seconds": 0.0, "live": None, "how": proc.stderr.strip().splitlines()[-1]}]
+        return steps
+
+
+def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
+    """Part 2: every layout with each loader, in parallel processes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    runs = [(layout, which) for layout in LAYOUTS for which in ("torch", "jitload")]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = dict(zip(runs, pool.map(lambda r: _layout_run(*r, env), runs), strict=True))
+
+    def cell(entry: dict | None) -> str:
+        if entry is None:
+            return "—"
+        live = {True: "", False: " **stale**", None: f" error: {entry['how']}"}[entry["live"]]
+        return f"{entry['seconds']:.3f}{live}"
+
+    lines = ["", f"## Layouts people write first ({jobs} processes at once)", "",
+             "Seconds from the call of load to the first checked result; **stale** = the result was the old code's.",
+             "", "| layout | step | torch | jitload | jitload did |", "| --- | --- | ---: | ---: | --- |"]
+    for layout in LAYOUTS:
+        torch_steps = {s["step"]: s for s in results[(layout, "torch")]}
+        for entry in results[(layout, "jitload")]:
+            how = entry["how"].split(" -> ")[0]
+            lines.append(f"| {layout} | {entry['step']} | {cell(torch_steps.get(entry['step']))} | {cell(entry)} "
+                         f"| {how} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
+    parser.add_argument("--jobs", type=int, default=1, help="layout runs at once (part 2)")
+    parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
     args = parser.parse_args()
 
     import torch
@@ -166,7 +281,7 @@ def main() -> None:
     # loaders the same toolkit and arch so that only rebuild behaviour differs.
     env = dict(os.environ, CUDA_HOME=cuda_home)
     env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
-    results = {which: _run(which, env) for which in ("torch", "jitload")}
+    results = {} if args.skip_split else {which: _run(which, env) for which in ("torch", "jitload")}
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU (host code checked)"
     lines = [
@@ -175,20 +290,23 @@ def main() -> None:
         f"- machine: {platform.node()}, {os.cpu_count()} cores, GPU: {gpu}",
         f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
         f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
-        "- command: `python benchmarks/reload.py`",
+        f"- command: `python benchmarks/reload.py --jobs {args.jobs}`",
         "- live? = the call after the step returned the edited constant (no = a stale module)",
         "",
         "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
         "| --- | ---: | :---: | ---: | :---: | ---: |",
     ]
-    for t, j in zip(results["torch"], results["jitload"], strict=True):
+    for t, j in zip(results.get("torch", []), results.get("jitload", []), strict=True):
         live_t, live_j = t["got"] == t["expected"], j["got"] == j["expected"]
         ratio = f"{t['seconds'] / j['seconds']:.1f}x" if live_t and live_j else "n/a (a stale module is no rebuild)"
         lines.append(f"| {t['step']} | {t['seconds']:.4f} | {'yes' if live_t else 'NO'} | "
                      f"{j['seconds']:.4f} | {'yes' if live_j else 'NO'} | {ratio} |")
-    noop = {which: _noop_many_files(which, env) for which in ("torch", "jitload")}
-    lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
-              f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
+    if not args.skip_split:
+        noop = {which: _noop_many_files(which, env) for which in ("torch", "jitload")}
+        lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
+                  f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
+    if torch.cuda.is_available():
+        lines += layouts_table(env, args.jobs)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

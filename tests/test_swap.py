@@ -331,20 +331,7 @@ def test_device_header_and_accessor_edits_are_swapped(tmp_path):
     torch.testing.assert_close(acc.row_sum(x.double()), -x.double().sum(1))
 
 
-INLINE_CUDA = """
-__global__ void scale_kernel(const float* x, float* y, float k, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] * k;
-}
-
-torch::Tensor scale(torch::Tensor x, double k) {
-    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat, "x: float32 CUDA");
-    auto y = torch::empty_like(x);
-    int n = x.numel();
-    scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)k, n);
-    return y;
-}
-"""
+INLINE_CUDA = _read("inline_scale.cu")
 
 
 @pytest.mark.cuda
