@@ -18,7 +18,8 @@ preprocessor lines, declarations, type and function definitions; comments and li
 Limits, each of which makes the caller fall back to a full build (never to stale or wrong code): kernels in
 an anonymous namespace or ``static`` (their device names carry a per-unit hash), kernels instantiated with
 lambdas or local types, device code that needs a torch header other than the light ones, user headers that
-include torch headers, braces split across preprocessor branches. ``__host__ __device__`` functions, types
+include torch headers, ``__constant__``/``__device__`` variables (the host code fills the loaded module's
+copies), braces split across preprocessor branches. ``__host__ __device__`` functions, types
 (structs, classes, enums), constants and macros are host code too: editing them rebuilds.
 """
 
@@ -437,12 +438,25 @@ def instantiations(items: list[Item], mangled: list[str]) -> tuple[list[str], li
     return lines, names
 
 
+def check_no_device_variables(text: str, items: list[Item] | None = None) -> None:
+    """Raise :class:`Unsure` if ``text`` defines ``__constant__``/``__device__``/``__managed__`` variables.
+
+    The host code writes those through the loaded module's symbols (``cudaMemcpyToSymbol``); swapped-in kernels
+    would read their own, never-written copies.
+    """
+    for item in items if items is not None else parse(text):
+        if item.kind == "decl" and not item.name and re.search(
+                r"\b(__constant__|__device__|__managed__)\b", text[item.start:item.end]):
+            raise Unsure(f"device variables at line {item.line} belong to the loaded module")
+
+
 def device_unit(text: str, path: str, mangled: list[str] = ()) -> tuple[str, list[str]]:
     """The torch-free unit for ``text`` (the file at ``path``) and the template instances it defines.
 
-    Raises :class:`Unsure` where the file cannot be read with certainty.
+    Raises :class:`Unsure` where the file cannot be read with certainty, or holds device variables.
     """
     items = parse(text)
+    check_no_device_variables(text, items)
     body = []
     for item in items:
         if item.kind not in DEVICE_KINDS:

@@ -124,6 +124,12 @@ def _up_to_date(state: _State, key: str) -> bool:
     return bool(state.tag) and state.key == key and not fingerprint.changed(state.files)
 
 
+def _label(path: str) -> str:
+    """A path as a user would name it: relative to the working directory when inside it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
 def _read_text(path: str) -> str | None:
     try:
         with open(path, errors="replace") as f:
@@ -251,7 +257,7 @@ class Extension:
         state = self._state
         units: dict[str, list[str]] = {}
         for path in changed:
-            label = os.path.relpath(path)
+            label = _label(path)
             text = _read_text(path)
             if text is None:
                 return f"{label} is gone"

@@ -188,6 +188,7 @@ def plan_unit(source: str, headers: list[str], registered: list[str]) -> tuple[s
                 header_text = f.read()
             if devicecode.includes_torch(header_text):
                 raise SwapError(f"{os.path.basename(header)} includes torch headers")
+            devicecode.check_no_device_variables(header_text)
             defined |= _defined_kernels(header_text)
         unit, _ = devicecode.device_unit(text, source, registered)
     except devicecode.Unsure as err:

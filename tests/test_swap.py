@@ -94,6 +94,18 @@ def test_unreadable_shapes_are_unsure(text):
         devicecode.host_view(text)
 
 
+@pytest.mark.parametrize("decl", ["__constant__ float table[16];", "__device__ int counter = 0;",
+                                  "static __device__ __managed__ float m;"])
+def test_device_variables_refuse_a_swap(decl):
+    # The host fills the loaded module's copy (cudaMemcpyToSymbol); new kernels would read their own.
+    text = _read("seed_add.cu").replace("__global__ void add_kernel", decl + "\n__global__ void add_kernel")
+    with pytest.raises(devicecode.Unsure, match="device variables"):
+        devicecode.device_unit(text, "add.cu")
+    devicecode.device_unit(_read("seed_add.cu").replace("float* C, int size) {",
+                                                        "float* C, int size) {\n    __shared__ float s[32];"),
+                           "add.cu")
+
+
 def test_items_are_classified():
     kinds = {(i.kind, i.name) for i in devicecode.parse(_read("op_library.cu"))}
     assert {("kernel", "muladd_kernel"), ("host", "mymuladd_cuda"), ("registration", "TORCH_LIBRARY"),
