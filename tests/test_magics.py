@@ -47,7 +47,7 @@ def test_cpp_cell_builds_rebuilds_and_keeps_the_old_handle_on_error(shell, shown
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "2")
     ext = shell.user_ns["mag_cpp"]
     assert isinstance(ext, Extension) and ext.times(torch.ones(2)).tolist() == [2.0, 2.0]
-    assert "mag_cpp: built in" in capsys.readouterr().out
+    assert "mag_cpp: full rebuild" in capsys.readouterr().out
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")
     assert shell.user_ns["mag_cpp"] is ext and ext.times(torch.ones(1)).item() == 3.0
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "oops")
@@ -55,7 +55,7 @@ def test_cpp_cell_builds_rebuilds_and_keeps_the_old_handle_on_error(shell, shown
     assert "oops" in html.data and "previous build is still loaded" in html.data
     assert ext.times(torch.ones(1)).item() == 3.0
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")  # fixed: rebuilt, same code as before
-    assert ext.times(torch.ones(1)).item() == 3.0 and "mag_cpp: built in" in capsys.readouterr().out
+    assert ext.times(torch.ones(1)).item() == 3.0 and "mag_cpp: full rebuild" in capsys.readouterr().out
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")  # re-run as it is: nothing to do
     assert "mag_cpp: unchanged" in capsys.readouterr().out
 
@@ -81,7 +81,7 @@ def test_cuda_cell_compiles_and_runs_its_host_path(shell, capsys):
     """
     shell.run_cell_magic("cuda", "mag_cuda --functions triple", cell)
     ext = shell.user_ns["mag_cuda"]
-    assert "mag_cuda: built in" in capsys.readouterr().out
+    assert "mag_cuda: full rebuild" in capsys.readouterr().out
     assert ext.triple(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
     if torch.cuda.is_available():
         assert ext.triple(torch.ones(3, device="cuda")).tolist() == [3.0, 3.0, 3.0]
@@ -100,7 +100,7 @@ def test_kernel_cell_writes_file_with_backup_and_rebuilds(shell, tmp_path, monke
     assert new != original
     shell.run_cell_magic("kernel", "add/add_cpu.cpp", new)
     out = capsys.readouterr().out
-    assert "wrote" in out and "add_cpu.cpp.bak" in out and "add: built in" in out
+    assert "wrote" in out and "add_cpu.cpp.bak" in out and "add: full rebuild" in out
     assert path.read_text() == new and (root / "add" / "add_cpu.cpp.bak").read_text() == original
     a, b = torch.randn(5), torch.randn(5)
     torch.testing.assert_close(shell.user_ns["add"].add(a, b), a + b)
