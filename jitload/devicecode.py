@@ -106,9 +106,13 @@ def _mask(text: str) -> str:
             blank(i + 1, j)
             i = j
         elif c in "\"'":
-            if c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
-                i += 1  # a digit separator (1'000'000)
-                continue
+            if c == "'" and i + 1 < n and text[i + 1].isalnum():
+                j = i - 1
+                while j >= 0 and (text[j].isalnum() or text[j] in "'._"):
+                    j -= 1
+                if text[j + 1:i][:1].isdigit():
+                    i += 1  # a digit separator (1'000'000), not a char literal (L'x', u8'x')
+                    continue
             j = i + 1
             while j < n and text[j] != c:
                 if text[j] == "\n":
@@ -178,6 +182,9 @@ def _function_name(head: str) -> str | None:
         if match.group() == "(":
             if depth == 0:
                 before = head[:match.start()].rstrip()
+                operator = re.search(r"\boperator\s*([^\w\s(]+)$", before)
+                if operator:
+                    return f"operator{operator.group(1)}"
                 ident = re.search(r"([A-Za-z_]\w*)\s*(<[^()]*>)?$", before)
                 name = ident.group(1) if ident else ""
                 if name not in _ATTRIBUTE_CALLS:
@@ -200,7 +207,8 @@ def _function_kind(head: str, name: str) -> str:
     host = bool(words & {"__host__", "C10_HOST"}) or "C10_HOST_DEVICE" in words
     if "C10_HOST_DEVICE" in words:
         device = True
-    if device and host:
+    if device and (host or words & {"constexpr", "consteval"}):
+        # torch builds with --expt-relaxed-constexpr: host code may call a constexpr __device__ function.
         return "hostdevice"
     return "device" if device else "host"
 
@@ -318,7 +326,9 @@ def host_parts(text: str, items: list[Item]) -> list[tuple[str, str]]:
     parts = []
     for item in items:
         if _is_device_function(item):
-            snippet = text[item.start:item.body]
+            # Directives inside the body act on the rest of the file too (a #define used by a launch).
+            directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
+            snippet = text[item.start:item.body] + "\n".join(directives)
         else:
             snippet = text[item.start:item.end]
         label = f"{item.name}() at line {item.line}" if item.name else f"line {item.line}"

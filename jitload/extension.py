@@ -183,6 +183,7 @@ class Extension:
         self._module: types.ModuleType | None = None
         self._state = _State()
         self._texts: dict[str, str] = {}  # what the loaded code was built from, for "what changed" messages
+        self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -255,6 +256,8 @@ class Extension:
     def _try_swap(self, changed: list[str], start: float) -> str:
         """Swap the kernels of the units ``changed`` touches; '' when done, else why a full build is needed."""
         state = self._state
+        before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
+        texts: dict[str, str] = {}
         units: dict[str, list[str]] = {}
         for path in changed:
             label = _label(path)
@@ -272,27 +275,35 @@ class Extension:
             touched = [src for src, headers in state.units.items() if path == src or path in headers]
             if not touched:
                 return f"host code changed: {label}"
+            texts[path] = text
             for src in touched:
                 units[src] = state.units[src]
         if not swap.gpu_available():
             return "no GPU to swap kernels on"
+        plans: dict[str, tuple[str, list[str]]] = {}
         try:
             shim = swap.Shim(self.module.__file__)
             registered = shim.kernels()
-            plans = {src: swap.plan_unit(src, headers, registered) for src, headers in units.items()}
-            before = fingerprint.take(state.files)  # a save during the compile must look changed next time
+            plans = {src: swap.plan_unit(src, headers, registered, texts.get(src)) for src, headers in units.items()}
             images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
             for src in plans:
                 shim.load(images[src], plans[src][1])
-        except swap.SwapError as err:
+                self._swapped.add(src)
+        except swap.CompileError as err:
+            if set(plans) <= self._swapped and err.messages and all(
+                    any(f"{p}(" in m or f"{p}:" in m for p in (*plans, *changed)) for m in err.messages):
+                # This file's device code compiled alone before, and every error is in the user's own lines:
+                # the edit is wrong, and the full build would only say so a minute later.
+                raise BuildError(self._spec.name, "\n".join(err.messages) + (
+                    "\n(the kernel code alone was compiled; reload(full=True) compiles the whole file)"),
+                    self._spec.build_directory, os.path.join(self._spec.build_directory, build.LOG_FILE)) from err
             return f"kernel swap not possible: {err}"
+        except (swap.SwapError, OSError) as err:
+            return f"kernel swap not possible: {err}"
+        for path, entry in before.items():
+            state.files[path] = entry
+        self._texts.update(texts)
         kernels = sum(len(p[1]) for p in plans.values())
-        for path in changed:
-            if path in before:
-                state.files[path] = before[path]
-            text = _read_text(path)
-            if text is not None:
-                self._texts[path] = text
         self.info = BuildInfo("swapped", time.perf_counter() - start, len(plans), self._module.__name__,
                               kernels=kernels)
         return ""
@@ -353,7 +364,9 @@ class Extension:
         if not self._spec.python_module:
             self._adopt_library(state, library, info, start)
             return
-        if module_name in sys.modules and _LAST_LOADED.get(name, module_name) != module_name:
+        if module_name in sys.modules and (_LAST_LOADED.get(name, module_name) != module_name or (
+                self._swapped and self._module is not None and self._module.__name__ == module_name)):
+            # (The second case: the loaded module runs swapped-in kernels, and its own code is wanted back.)
             # Going back to a build this process loaded before (an edit undone): dlopen would hand back the old
             # mapping without running its static initialisers again, so torch.ops would keep the kernels that
             # the newer build registered. The same objects, linked under a fresh name, load as new.
@@ -367,6 +380,7 @@ class Extension:
                              self._spec.build_directory) from err
         if module is not self._module:
             self.modules_loaded += 1
+            self._swapped = set()
         _LAST_LOADED[name] = module_name
         self._module, self._state = module, state
         info.module_name, info.seconds = module_name, time.perf_counter() - start

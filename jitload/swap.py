@@ -149,8 +149,8 @@ def device_command(build_directory: str, unit: str, image: str, source: str) -> 
 def kernel_name(mangled: str) -> str | None:
     """A registered kernel's qualified name without template arguments or parameters ('ns::k')."""
     text = devicecode.demangle(mangled)
-    if text is None:
-        return None
+    if text is None:  # an extern "C" kernel keeps its plain name
+        return mangled if mangled.isidentifier() else None
     depth, cut = 0, -1
     for j in range(len(text) - 1, -1, -1):
         depth += text[j] == ")"
@@ -176,12 +176,14 @@ def _defined_kernels(text: str) -> set[str]:
             if item.kind == "kernel"}
 
 
-def plan_unit(source: str, headers: list[str], registered: list[str]) -> tuple[str, list[str]]:
-    """The device unit for ``source`` and the registered kernels it must replace (all of its own and its
-    user headers' kernels). Raises :class:`SwapError` where the derivation is unsure."""
+def plan_unit(source: str, headers: list[str], registered: list[str],
+              text: str | None = None) -> tuple[str, list[str]]:
+    """The device unit for ``source`` (its ``text`` as read, when given) and the registered kernels it must
+    replace (all of its own and its user headers' kernels). Raises :class:`SwapError` where unsure."""
     try:
-        with open(source) as f:
-            text = f.read()
+        if text is None:
+            with open(source) as f:
+                text = f.read()
         defined = _defined_kernels(text)
         for header in headers:
             with open(header) as f:
@@ -195,10 +197,24 @@ def plan_unit(source: str, headers: list[str], registered: list[str]) -> tuple[s
         raise SwapError(f"{os.path.basename(source)}: {err}") from err
     except OSError as err:
         raise SwapError(str(err)) from err
-    names = [n for n in registered if kernel_name(n) in defined]
-    if not names:
-        raise SwapError(f"no registered kernel is defined in {os.path.basename(source)}")
+    by_name: dict[str | None, list[str]] = {}
+    for n in registered:
+        by_name.setdefault(kernel_name(n), []).append(n)
+    # Every kernel the unit defines must map to a loaded one, or an edit of it would silently not take effect
+    # (an anonymous namespace, an out-of-line ns::k definition, a name the demangler cannot give back).
+    missing = sorted(k for k in defined if k not in by_name)
+    if missing:
+        raise SwapError(f"{', '.join(missing)} in {os.path.basename(source)} cannot be matched to a loaded kernel")
+    names = [n for k in sorted(defined) for n in by_name[k]]
     return unit, names
+
+
+class CompileError(SwapError):
+    """The device unit did not compile; ``messages`` are nvcc's error lines."""
+
+    def __init__(self, text: str, messages: list[str]):
+        super().__init__(text)
+        self.messages = messages
 
 
 def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, bytes]:
@@ -216,8 +232,10 @@ def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, byte
         with open(os.path.join(build_directory, "build.log"), "a") as log:
             log.write(f"# kernel swap: {' '.join(cmd)}\n{done.stdout}{done.stderr}")
         if done.returncode != 0:
-            first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:300])
-            raise SwapError(f"the device code alone did not compile ({first.strip()})")
+            output = done.stdout + done.stderr
+            errors = [ln for ln in output.splitlines() if ": error" in ln or "fatal" in ln]
+            first = errors[0] if errors else output.strip()[:300]
+            raise CompileError(f"the device code alone did not compile ({first.strip()})", errors)
         with open(image, "rb") as f:
             return f.read()
 

@@ -184,6 +184,9 @@ JITLOAD_EXPORT int jitload_swap_count() {
 
 // Load `image` (a fatbin or cubin) and send every registered kernel named in `names` to its copy there.
 // All or nothing: returns how many stubs now launch new code, or -1 with `error` filled and nothing changed.
+// Failed CUDA calls here are cleared with cudaGetLastError, so that the extension's next launch check does not
+// report them as its own. Not redirected: cudaFuncSetCacheConfig (it takes no kernel handle) and kernel nodes
+// added to a CUDA graph by hand (cudaGraphAddKernelNode) -- both keep the kernel they were given.
 JITLOAD_EXPORT int jitload_swap_load(const void* image, const char* const* names, int count, char* error,
                                      size_t error_size) {
   cudaLibrary_t library = nullptr;
@@ -224,20 +227,27 @@ JITLOAD_EXPORT int jitload_swap_load(const void* image, const char* const* names
     }
     handles.emplace_back(reinterpret_cast<const void*>(original), step.second);
   }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) cudaGetLastError();
   std::lock_guard<std::mutex> lock(t.mu);
-  for (const auto& step : plan) {
-    t.by_stub[step.first] = step.second;
-    auto attrs = t.attributes.find(step.first);
-    if (attrs != t.attributes.end()) {
-      for (const auto& a : attrs->second) {
-        if (__real_cudaFuncSetAttribute(reinterpret_cast<const void*>(step.second), a.first, a.second) !=
-            cudaSuccess) {
-          cudaGetLastError();
-        }
+  // Attributes the host code set once (by stub or by handle) carry over to the new kernel, on every device.
+  auto carry_attributes = [&](const void* key, cudaKernel_t kernel) {
+    auto attrs = t.attributes.find(key);
+    if (attrs == t.attributes.end()) return;
+    for (const auto& a : attrs->second) {
+      for (int d = 0; d < devices; ++d) {
+        if (cudaKernelSetAttributeForDevice(kernel, a.first, a.second, d) != cudaSuccess) cudaGetLastError();
       }
     }
+  };
+  for (const auto& step : plan) {
+    t.by_stub[step.first] = step.second;
+    carry_attributes(step.first, step.second);
   }
-  for (const auto& h : handles) t.by_handle[h.first] = h.second;
+  for (const auto& h : handles) {
+    t.by_handle[h.first] = h.second;
+    carry_attributes(h.first, h.second);
+  }
   ++t.swaps;
   swapped.store(true, std::memory_order_release);
   return static_cast<int>(plan.size());

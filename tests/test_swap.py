@@ -106,6 +106,37 @@ def test_device_variables_refuse_a_swap(decl):
                            "add.cu")
 
 
+def test_host_visible_device_code_is_host_code():
+    # A constexpr __device__ function can size a launch (torch builds with --expt-relaxed-constexpr), and a
+    # #define inside a kernel body is seen by the host code after it: editing either must rebuild in full.
+    text = ("constexpr __device__ int tile() { return 128; }\n"
+            "__global__ void k(float* x) {\n#define TILE 128\n  x[0] = TILE;\n}\n"
+            "void launch(float* x) { k<<<1, tile() + TILE>>>(x); }\n")
+    for old, new in (("return 128", "return 64"), ("#define TILE 128", "#define TILE 64")):
+        assert devicecode.host_view(text.replace(old, new)) != devicecode.host_view(text)
+    assert devicecode.host_view(text.replace("x[0] = TILE", "x[0] = 2 * TILE")) == devicecode.host_view(text)
+
+
+def test_operators_and_prefixed_char_literals_parse():
+    text = ("__device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }\n"
+            "__device__ bool operator==(float2 a, float2 b) { return a.x == b.x; }\n"
+            "int table[] = {1, 2};\nconst wchar_t w = L'x';\nlong n = 1'000'000;\nchar c = u8'a';\n"
+            "__global__ void k(float2* p) { p[0] = p[0] + p[1]; }\n")
+    kinds = [(i.kind, i.name) for i in devicecode.parse(text)]
+    assert kinds[:2] == [("device", "operator+"), ("device", "operator==")] and kinds[-1] == ("kernel", "k")
+    assert devicecode.host_view(text.replace("a.x + b.x", "a.x - b.x")) == devicecode.host_view(text)
+
+
+def test_a_kernel_that_cannot_be_matched_refuses_the_swap(tmp_path):
+    # An anonymous namespace's kernel is registered under a per-unit name: its edit must not be dropped.
+    path = tmp_path / "anon.cu"
+    path.write_text("namespace {\n__global__ void k(float* x) { x[0] = 1; }\n}\n"
+                    "__global__ void plain(float* x) { x[0] = 2; }\n")
+    with pytest.raises(swap.SwapError, match="cannot be matched"):
+        swap.plan_unit(str(path), [], ["_ZN12_GLOBAL__N_11kEPf", "_Z5plainPf"])
+    assert swap.kernel_name("scale_kernel") == "scale_kernel"  # an extern "C" kernel keeps its name
+
+
 def test_items_are_classified():
     kinds = {(i.kind, i.name) for i in devicecode.parse(_read("op_library.cu"))}
     assert {("kernel", "muladd_kernel"), ("host", "mymuladd_cuda"), ("registration", "TORCH_LIBRARY"),
@@ -289,7 +320,27 @@ def test_seed_layout_kernel_edit_is_swapped(seed_ext):
         torch.cuda.synchronize()
         torch.testing.assert_close(side, a - b)
 
+        # A typo in the kernel: the kernel-only compile reports it at once, and the swapped kernel stays.
+        _edit(path, "C[idx] = A[idx] - B[idx];", "C[idx] = A[idx] - B[idx] + undefined_name;")
+        start = time.perf_counter()
+        with pytest.raises(jitload.BuildError, match="undefined_name"):
+            ext.reload()
+        print(f"seed add.cu typo in the kernel: reported in {time.perf_counter() - start:.2f} s")
+        assert ext.info.status == "failed"
+        torch.testing.assert_close(ext.add(a, b), a - b)
+        _edit(path, " + undefined_name;", ";")
+        assert ext.reload().info.status == "swapped"
+
+        # The file back as built, with a full reload: the module's own kernel again, not the swapped one.
+        with open(path, "w") as f:
+            f.write(_read("seed_add.cu"))
+        ext.reload(full=True)
+        assert ext.info.status == "built", ext.info
+        torch.testing.assert_close(ext.add(a, b), a + b)
+
         # Host code (a TORCH_CHECK message) changed: a full rebuild that says why, and the current kernel.
+        _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] - B[idx];")
+        assert ext.reload().info.status == "swapped"
         _edit(path, '"B must be a CUDA tensor"', '"B must live on the GPU"')
         seconds = _timed_reload(ext)
         print(f"seed add.cu host edit: {ext.info} ({seconds:.1f} s)")
