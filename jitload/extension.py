@@ -236,16 +236,16 @@ class Extension:
             start = time.perf_counter()
             key = self._spec.key()
             reason = ""
-            if not force and self._module is not None and self._state.key == key:
-                changed = fingerprint.changed(self._state.files)
-                if not changed and self._state.tag:
-                    self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
-                    return self
-                if not full:
-                    reason = self._try_swap(changed, start)
-                    if not reason:
-                        return self
             try:
+                if not force and self._module is not None and self._state.key == key:
+                    changed = fingerprint.changed(self._state.files)
+                    if not changed and self._state.tag:
+                        self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
+                        return self
+                    if not full:
+                        reason = self._try_swap(changed, start)
+                        if not reason:
+                            return self
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
                 self.info = BuildInfo("failed", time.perf_counter() - start, 0,
