@@ -6,6 +6,7 @@ import argparse
 import datetime
 import os
 import shutil
+import stat
 import sys
 
 import torch
@@ -148,20 +149,43 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _removable(path: str) -> str | None:
+    """Why ``path`` must not be removed (a symlink, not a folder), or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "nothing to clean"
+    if stat.S_ISLNK(st.st_mode):
+        return f"it is a symbolic link (to {os.readlink(path)}), which clean never follows; remove the link yourself"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    return None
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove cached builds: by extension name only, inside the cache root, never through a symbolic link."""
     root = toolchain.cache_root()
-    targets = [os.path.join(root, n) for n in args.name] if args.name else [root]
+    status = 0
+    bad = [n for n in args.name if not n.isidentifier()]
+    for name in bad:
+        print(f"jitload clean: {name!r} is not an extension name (a Python identifier, as load() takes); "
+              f"builds live under {root}", file=sys.stderr)
+        status = 2
+    names = [n for n in args.name if n.isidentifier()]
+    targets = [os.path.join(root, n) for n in names] if args.name else [root]
     for path in targets:
-        if not os.path.isdir(path):
-            print(f"nothing to clean at {path}")
+        why = _removable(path)
+        if why:
+            print(f"{path}: {why}")
+            status = status or (0 if why == "nothing to clean" else 1)
             continue
-        if args.name:
+        if names:
             with build_lock(path):  # never delete a build directory under a running build
-                shutil.rmtree(path)
+                shutil.rmtree(path)  # rmtree removes links inside the folder, never what they point to
         else:
             shutil.rmtree(path)
         print(f"removed {path}")
-    return 0
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
