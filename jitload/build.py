@@ -215,17 +215,34 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
     """Link the objects into ``NAME_<tag>.so``; a Python module's init function is also exported as
     ``PyInit_NAME_<tag>`` (an op library has none)."""
     module = f"{name}_{tag}"
-    inputs = " ".join(link_inputs(os.path.join(build_directory, NINJA_FILE)))
+    ninja_path = os.path.join(build_directory, NINJA_FILE)
+    inputs = " ".join(link_inputs(ninja_path))
+    # The variables and rules of build.ninja without its build edges: the objects are plain inputs here, so
+    # a source saved since the compile step cannot be recompiled into a library named after the old objects.
     text = (
         f"# written by jitload: the link step of {NINJA_FILE}, under a fresh module name\n"
-        f"include {NINJA_FILE}\n"
-        f"build {module}.so: link {inputs}\n"
+        + _rules_and_variables(ninja_path)
+        + f"build {module}.so: link {inputs}\n"
     )
     if python_module:
         text += f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
     with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
         f.write(text)
     return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name)
+
+
+def _rules_and_variables(ninja_path: str) -> str:
+    kept, in_edge = [], False
+    with open(ninja_path) as f:
+        for line in f:
+            if line.startswith(("build ", "default ")):
+                in_edge = True
+                continue
+            if in_edge and line.startswith((" ", "\t")):
+                continue  # an edge's own variables
+            in_edge = False
+            kept.append(line)
+    return "".join(kept).rstrip("\n") + "\n\n"
 
 
 def _toolchain_roots() -> tuple[str, ...]:

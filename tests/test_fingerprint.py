@@ -1,0 +1,44 @@
+"""Content fingerprints: a save during a build is never taken for done, and identical bytes are no change."""
+
+import os
+
+from extensions import KERNEL, PYBIND_BINDING, make_extension, write
+
+import jitload
+from jitload import build, fingerprint
+
+
+def test_record_sees_bytes_not_timestamps(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text("a")
+    record = fingerprint.take([str(path)])
+    os.utime(path, ns=(1, 1))
+    assert fingerprint.changed(record) == []
+    assert record[str(path)][0] == 1  # the stat is refreshed, so the next check is a stat again
+    path.write_text("b")
+    assert fingerprint.changed(record) == [str(path)]
+    path.unlink()
+    assert fingerprint.changed(record) == [str(path)]
+
+
+def test_a_save_during_the_build_is_rebuilt_next_time(tmp_path, monkeypatch):
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10)
+    kernel = sources[1]
+    real = build.run_ninja
+    saved = []
+
+    def save_while_compiling(*args, **kwargs):
+        result = real(*args, **kwargs)  # the compilers have read kernel.cpp (value 11) ...
+        if not saved and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
+            write(kernel, KERNEL.format(base=20))  # ... and the user saves before the build ends
+            saved.append(True)
+        return result
+
+    monkeypatch.setattr(build, "run_ninja", save_while_compiling)
+    ext = jitload.load("save_during", sources, build_directory=str(tmp_path / "build"))
+    assert saved and ext.value() == 11
+    monkeypatch.setattr(build, "run_ninja", real)
+    ext.reload()
+    assert ext.info.status == "built" and ext.value() == 21  # never "unchanged" with the old code
+    ext.reload()
+    assert ext.info.status == "unchanged"
