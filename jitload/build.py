@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import swap, toolchain
+from . import build_watchdog, swap, toolchain
 
 NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
@@ -153,7 +153,11 @@ def _progress(name: str, line: str) -> None:
 
 @contextlib.contextmanager
 def _reaped(proc: subprocess.Popen) -> Iterator[None]:
-    """On Ctrl-C (or any error) while ninja runs, stop it and wait for it: no build goes on unseen."""
+    """ninja runs in a session of its own, with its compilers. Should this process die, even by SIGKILL, a
+    watchdog (:mod:`jitload.build_watchdog`) kills that session: no compiler goes on writing objects into the
+    next build. On Ctrl-C or an error ninja is stopped here and waited for, and its session cleared."""
+    watchdog = subprocess.Popen([sys.executable, "-S", build_watchdog.__file__, str(proc.pid)],
+                                stdin=subprocess.PIPE, start_new_session=True)
     try:
         yield
     except BaseException:
@@ -163,7 +167,16 @@ def _reaped(proc: subprocess.Popen) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        build_watchdog.kill_session(proc.pid)
         raise
+    finally:
+        assert watchdog.stdin is not None
+        try:
+            watchdog.stdin.write(b"done\n")  # a normal end: the watchdog leaves without killing anything
+            watchdog.stdin.close()
+        except OSError:
+            pass
+        watchdog.wait()
 
 
 def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NINJA_FILE,
@@ -176,7 +189,7 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
         cmd += ["-j", jobs]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd + targets, cwd=build_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", preexec_fn=_die_with_parent)
+                            text=True, errors="replace", preexec_fn=_die_with_parent, start_new_session=True)
     lines = []
     assert proc.stdout is not None
     # Written as it arrives, so `tail -f build.log` follows a long build.
