@@ -210,12 +210,13 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
 
 
 def library_tag(build_directory: str, objects: list[str]) -> str:
-    """A hash of the objects' bytes and the link line: same code, same tag."""
+    """A hash of the objects' bytes and the link line (flags and compiler): same code, same tag."""
     digest = hashlib.blake2b(digest_size=6)
     with open(os.path.join(build_directory, NINJA_FILE), "rb") as f:
         ninja_text = f.read()
-    ldflags = re.search(rb"^ldflags = (.*)$", ninja_text, re.M)
-    digest.update(ldflags.group(1) if ldflags else b"")
+    for variable in (rb"ldflags", rb"cxx"):  # the link line: its flags and the compiler that runs it
+        value = re.search(rb"^" + variable + rb" = (.*)$", ninja_text, re.M)
+        digest.update((value.group(1) if value else b"") + b"\0")
     for obj in objects:
         digest.update(obj.encode() + b"\0")
         with open(os.path.join(build_directory, obj), "rb") as f:

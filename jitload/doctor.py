@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 
 import torch
 
-from . import build, toolchain
+from . import build, compiler_probe, toolchain
+from .compiler_probe import Outcome
+from .errors import BuildError
+from .extension import load
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,80 @@ def _first_line(cmd: list[str]) -> str | None:
         return None
     text = (out.stdout or out.stderr).strip()
     return text.splitlines()[0] if text else None
+
+PROBE_SOURCE = r"""
+#include <pybind11/pybind11.h>
+#include <sstream>
+#include <stdexcept>
+void fail(long n) {
+    std::ostringstream message;
+    message << "size " << n << " is wrong";  // what TORCH_CHECK(x.size(0) == n, ...) does
+    throw std::runtime_error(message.str());
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fail", &fail); }
+"""
+CALLER = r"""
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location(sys.argv[2], sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+try:
+    module.fail(12345)
+except RuntimeError as err:
+    print("raised:", err)
+"""
+CANDIDATES = ("/usr/bin/g++", "/usr/bin/c++", "/usr/bin/clang++")
+
+
+def _probe_once(cxx: str, directory: str) -> Outcome:
+    source = os.path.join(directory, "probe.cpp")
+    with open(source, "w") as f:
+        f.write(PROBE_SOURCE)
+    env_cxx = os.environ.get("CXX")
+    os.environ["CXX"] = cxx  # torch's ninja file takes the compiler from the environment; restored below
+    try:
+        # A name of its own per compiler: this process may have imported another compiler's probe already.
+        name = f"jitload_compiler_probe_{compiler_probe.identity(cxx) or 'unknown'}"
+        ext = load(name, [source], build_directory=os.path.join(directory, "build"))
+        library = ext.module.__file__
+    except BuildError as err:
+        return Outcome(cxx, False, f"could not build the probe: {str(err).splitlines()[0]}")
+    finally:
+        if env_cxx is None:
+            os.environ.pop("CXX", None)
+        else:
+            os.environ["CXX"] = env_cxx
+    name = os.path.basename(library).split(".")[0]
+    done = subprocess.run([sys.executable, "-c", CALLER, library, name], capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode == 0 and "size 12345 is wrong" in done.stdout:
+        return Outcome(cxx, True, "its extensions raise errors cleanly")
+    if done.returncode < 0:
+        return Outcome(cxx, False, f"an extension it built crashed the process (signal {-done.returncode}) "
+                                   "formatting an error message")
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return Outcome(cxx, False, f"the probe extension it built failed (exit {done.returncode}: {last})")
+
+
+def probe_compiler(cxx: str | None = None) -> Outcome:
+    """Build and run the probe with ``cxx`` (default: $CXX or c++), once per compiler identity."""
+    cxx = cxx or compiler_probe.compiler()
+    known = compiler_probe.recorded(cxx)
+    if known is not None:
+        return known
+    with tempfile.TemporaryDirectory(prefix="jitload-probe-") as directory:
+        outcome = _probe_once(cxx, directory)
+    compiler_probe.record(outcome)
+    return outcome
+
+
+def _working_alternative(broken: str) -> str | None:
+    """A system compiler that passes the probe, to name in the fix."""
+    broken_path = os.path.realpath(shutil.which(broken.split()[0]) or broken)
+    for candidate in CANDIDATES:
+        if os.path.exists(candidate) and os.path.realpath(candidate) != broken_path and probe_compiler(candidate).ok:
+            return candidate
+    return None
 
 
 def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
@@ -55,6 +134,14 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
     problems = []
     if not _first_line([cxx, "--version"]):
         problems.append(Problem("error", f"no C++ compiler ({cxx})", "install g++ (apt-get install g++) or set CXX"))
+    elif ninja is not None:
+        outcome = probe_compiler(cxx)
+        facts.insert(5, ("compiler probe", outcome.detail))
+        if not outcome.ok:
+            other = _working_alternative(cxx)
+            fix = (f"build with {other}: export CXX={other} CC={_c_compiler(other)}" if other else
+                   "set CXX (and CC) to a compiler whose extensions pass `jitload doctor`")
+            problems.append(Problem("error", f"CXX={cxx}: {outcome.detail}", fix))
     if ninja is None:
         problems.append(Problem("error", "ninja not found", "pip install ninja"))
     if cuda_home is None:
@@ -85,3 +172,10 @@ def report() -> tuple[str, bool]:
     if not problems:
         lines.append("no problems found")
     return "\n".join(lines), not any(p.severity == "error" for p in problems)
+
+
+def _c_compiler(cxx: str) -> str:
+    """The C compiler beside a C++ one (/usr/bin/g++ -> /usr/bin/gcc)."""
+    directory, name = os.path.split(cxx)
+    c = {"g++": "gcc", "c++": "cc", "clang++": "clang"}.get(name, name)
+    return os.path.join(directory, c)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import build, devicecode, fingerprint, swap, toolchain
+from . import build, compiler_probe, devicecode, fingerprint, swap, toolchain
 from .errors import BuildError
 from .lock import build_lock
 
@@ -318,6 +318,10 @@ class Extension:
                 self._texts = {p: t for p in state.hosts if (t := _read_text(p)) is not None}
                 self._adopt(state, library, BuildInfo("loaded", 0.0), start)
                 return
+            crash = compiler_probe.known_crash()
+            if crash is not None:
+                warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
+                              "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
             # Fingerprint before compiling: a file saved during the build must look changed next time.
             before = fingerprint.take((*spec.sources, *state.files))
             objects = build.write_ninja_file(directory, spec.name, list(spec.sources), list(spec.extra_cflags),
