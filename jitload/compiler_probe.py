@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from . import toolchain
+from . import toolchain, trust
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def record(outcome: Outcome) -> None:
     path = _record_path(outcome.compiler)
     if path is None:
         return
-    toolchain.make_private_dir(os.path.dirname(path))
+    trust.private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump({"compiler": outcome.compiler, "ok": outcome.ok, "detail": outcome.detail}, f)

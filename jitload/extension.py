@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import build, compiler_probe, devicecode, fingerprint, swap, toolchain
+from . import build, compiler_probe, devicecode, fingerprint, swap, toolchain, trust
 from .errors import BuildError
 from .lock import build_lock
 
@@ -310,7 +310,7 @@ class Extension:
 
     def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
         spec, directory = self._spec, self._spec.build_directory
-        toolchain.make_private_dir(directory)
+        trust.private_dir(directory)
         with build_lock(directory):
             state = _read_manifest(directory)
             library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
@@ -376,6 +376,7 @@ class Extension:
             # the newer build registered. The same objects, linked under a fresh name, load as new.
             state, library = self._relink(state, info)
             module_name = f"{name}_{state.tag}"
+        trust.check_library(library)
         try:
             module = _import(module_name, library)
         except ImportError as err:
@@ -401,6 +402,7 @@ class Extension:
                 f"({info.reason or 'host code changed'}). Edits inside kernel bodies are swapped in place."),
                 self._spec.build_directory)
         if self._module is None:
+            trust.check_library(library)
             self._module = _load_op_library(module_name, library)
             self.modules_loaded += 1
         self._state = state
@@ -529,7 +531,7 @@ def _torch_load(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, e
     if with_cuda:
         toolchain.ensure_torch_cuda_home()
         cuda_flags += toolchain.default_arch_flags(cuda_flags)
-    toolchain.make_private_dir(directory)
+    trust.private_dir(directory)
     with build_lock(directory):
         return cpp_extension.load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=cuda_flags,
                                   extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
@@ -577,7 +579,7 @@ def load_inline(
     if not is_python_module:
         raise NotImplementedError("jitload.load_inline builds Python modules; use torch's for op libraries")
     directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
-    toolchain.make_private_dir(directory)
+    trust.private_dir(directory)
     cpp = _as_list(cpp_sources)
     cuda = _as_list(cuda_sources)
     if not no_implicit_headers:

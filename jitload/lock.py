@@ -9,6 +9,7 @@ no lock file outlives a build that ended normally; one left by a killed build is
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sys
@@ -29,7 +30,18 @@ def build_lock(directory: str, *, poll_s: float = 0.1, announce_after_s: float =
     start = time.monotonic()
     announced = False
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            # O_NOFOLLOW: a symbolic link planted here must not make this process truncate what it points to.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise RuntimeError(f"refusing {path}: it is a symbolic link (to {os.readlink(path)}); "
+                                   "remove it, and see who can write to its folder") from None
+            raise
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.close(fd)
+            raise RuntimeError(f"refusing {path}: another user owns it; remove it, and see who can write to "
+                               "its folder")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

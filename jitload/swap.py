@@ -29,7 +29,7 @@ import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import devicecode, toolchain
+from . import devicecode, toolchain, trust
 
 SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "swap_shim.cpp")
 WRAPPED = (
@@ -67,7 +67,7 @@ def shim_object() -> str:
         source = f.read()
     cxx = _host_compiler()
     digest = hashlib.blake2b(source + f"\0{cxx}\0{cuda_home}".encode(), digest_size=8).hexdigest()
-    directory = toolchain.make_private_dir(os.path.join(toolchain.cache_root(), "_swap_shim"))
+    directory = trust.private_dir(os.path.join(toolchain.cache_root(), "_swap_shim"))
     obj = os.path.join(directory, f"swap_shim_{digest}.o")
     with _shim_lock:
         if not os.path.exists(obj):
@@ -219,7 +219,7 @@ class CompileError(SwapError):
 
 def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, bytes]:
     """Compile each source's derived unit (in parallel); returns the fatbin images by source."""
-    directory = toolchain.make_private_dir(os.path.join(build_directory, SWAP_DIR))
+    directory = trust.private_dir(os.path.join(build_directory, SWAP_DIR))
 
     def one(source: str) -> bytes:
         stem = os.path.splitext(os.path.basename(source))[0]

@@ -164,20 +164,16 @@ def version_tag() -> str:
     return f"{py}_torch{torch.__version__.split('+')[0]}_{cuda}"
 
 
-def cache_root() -> str:
-    """The jitload build cache: $TORCH_EXTENSIONS_DIR (as torch) or ~/.cache/torch_extensions, then jitload/."""
-    base = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+def cache_base() -> str:
+    """$TORCH_EXTENSIONS_DIR (as torch) or ~/.cache/torch_extensions: what jitload's cache lives under."""
+    return os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "torch_extensions"
     )
-    return os.path.join(base, "jitload", version_tag())
 
 
-def make_private_dir(path: str) -> str:
-    """Create ``path`` (and parents) with mode 0700: build dirs hold code that gets loaded into processes."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    if os.stat(path).st_mode & 0o077:
-        os.chmod(path, 0o700)
-    return path
+def cache_root() -> str:
+    """The jitload build cache: :func:`cache_base`, then jitload/ and the versions (see :mod:`jitload.trust`)."""
+    return os.path.join(cache_base(), "jitload", version_tag())
 
 
 def environment_fingerprint() -> str:
