@@ -399,28 +399,29 @@ def demangle(name: str) -> str | None:
         _free()(out)
 
 
+def matching_open(text: str, close: int) -> int:
+    """Index of the bracket that opens the one at ``text[close]`` (``)`` or ``>``), or -1."""
+    closer = text[close]
+    opener = {")": "(", ">": "<"}[closer]
+    depth = 0
+    for j in range(close, -1, -1):
+        depth += text[j] == closer
+        depth -= text[j] == opener
+        if depth == 0:
+            return j
+    return -1
+
+
 def _split_demangled(text: str) -> tuple[str, str, str] | None:
     """'void ns::k<float>(float*, int)' -> ('void', 'ns::k', '<float>(float*, int)'), for templates only."""
     if not text.endswith(")"):
         return None
-    depth = 0
-    for j in range(len(text) - 1, -1, -1):
-        depth += text[j] == ")"
-        depth -= text[j] == "("
-        if depth == 0:
-            break
-    else:
-        return None
+    j = matching_open(text, len(text) - 1)
     before = text[:j]
-    if not before.endswith(">"):
+    if j < 0 or not before.endswith(">"):
         return None
-    depth = 0
-    for k in range(len(before) - 1, -1, -1):
-        depth += before[k] == ">"
-        depth -= before[k] == "<"
-        if depth == 0:
-            break
-    else:
+    k = matching_open(before, len(before) - 1)
+    if k < 0:
         return None
     qualified = before[:k]
     # Kernels are never class members, so the qualified name (namespaces only) holds no space.

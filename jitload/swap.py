@@ -151,22 +151,11 @@ def kernel_name(mangled: str) -> str | None:
     text = devicecode.demangle(mangled)
     if text is None:  # an extern "C" kernel keeps its plain name
         return mangled if mangled.isidentifier() else None
-    depth, cut = 0, -1
-    for j in range(len(text) - 1, -1, -1):
-        depth += text[j] == ")"
-        depth -= text[j] == "("
-        if depth == 0:
-            cut = j
-            break
+    cut = devicecode.matching_open(text, len(text) - 1) if text.endswith(")") else -1
     before = text[:cut].rstrip() if cut > 0 else text
     if before.endswith(">"):
-        depth = 0
-        for k in range(len(before) - 1, -1, -1):
-            depth += before[k] == ">"
-            depth -= before[k] == "<"
-            if depth == 0:
-                before = before[:k]
-                break
+        start = devicecode.matching_open(before, len(before) - 1)
+        before = before[:start] if start >= 0 else before
     return before.rpartition(" ")[2]
 
 

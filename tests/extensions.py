@@ -60,3 +60,20 @@ def make_extension(folder, binding: str = TORCH_BINDING, base: int = 10, offset:
     folder.mkdir(parents=True, exist_ok=True)
     write(folder / "kernel.h", HEADER.format(offset=offset))
     return [write(folder / "binding.cpp", binding), write(folder / "kernel.cpp", KERNEL.format(base=base))]
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Live processes (zombies left out) whose command line contains ``text``, this one excepted: what a build
+    or a watcher may have left running."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if text in cmdline and state != "Z" and int(pid) != os.getpid():
+            found.append(f"{pid}: {cmdline[:160]}")
+    return found

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from extensions import PYTHON, write
+from extensions import PYTHON, processes_mentioning, write
 
 SPEC = """
 import torch
@@ -78,19 +78,6 @@ class Output:
         raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(self.seen)}")
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmd and int(pid) != os.getpid():
-            found.append(f"{pid}: {cmd}")
-    return found
-
-
 def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
     folder = tmp_path / "wk"
     folder.mkdir()
@@ -129,4 +116,4 @@ def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
             proc.kill()
     build_dir = tmp_path / "cache"
     assert not list(build_dir.rglob("jitload.lock"))
-    assert not _processes_mentioning(str(tmp_path))
+    assert not processes_mentioning(str(tmp_path))
