@@ -1,6 +1,7 @@
 """The jitload command: doctor on this machine, build and clean."""
 
 import os
+import re
 import subprocess
 
 import torch
@@ -17,9 +18,11 @@ def test_doctor_reports_this_machine():
     out = _jitload("doctor")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
-    assert f"torch         {torch.__version__}" in text
+    assert re.search(rf"^torch +{re.escape(torch.__version__)}$", text, re.M)
     for label in ("torch CUDA", "nvcc", "CUDA_HOME", "C++ compiler", "ninja", "GPUs", "arch list", "cache"):
         assert label in text
+    # The compiler probe ran: this machine's compiler builds extensions that raise errors cleanly.
+    assert re.search(r"^compiler probe +its extensions raise errors cleanly$", text, re.M)
     cuda_home = toolchain.find_cuda_home()
     if cuda_home:
         assert cuda_home in text
