@@ -15,6 +15,18 @@ _PLAIN = re.compile(r"(undefined reference|cannot find -l|collect2: error|nvcc f
 
 MAX_ERRORS = 5
 CONTEXT_LINES = 2
+_MANGLED = re.compile(r"\b_Z[A-Za-z0-9_]+")
+
+
+def demangled(text: str) -> str:
+    """``text`` with each mangled C++ name followed by its spelling: ``_Z6helperv`` -> ``helper() (_Z6helperv)``."""
+    from .devicecode import demangle  # devicecode imports nothing of jitload's: no circle
+
+    def spell(match: re.Match) -> str:
+        name = demangle(match.group())
+        return f"{name} ({match.group()})" if name else match.group()
+
+    return _MANGLED.sub(spell, text)
 
 
 @dataclass(frozen=True)
@@ -79,8 +91,8 @@ class BuildError(RuntimeError):
         super().__init__(self._message())
 
     def _fallback_lines(self) -> list[str]:
-        picked = [ln for ln in self.log.splitlines() if _PLAIN.search(ln)]
-        return (picked or self.log.strip().splitlines()[-15:])[:15]
+        picked = [ln for ln in self.log.splitlines() if _PLAIN.search(ln) or "undefined symbol" in ln]
+        return [demangled(ln) for ln in (picked or self.log.strip().splitlines()[-15:])[:15]]
 
     def _message(self) -> str:
         head = f"building extension '{self.name}' failed"

@@ -381,8 +381,9 @@ class Extension:
             module = _import(module_name, library)
         except ImportError as err:
             # Typically "undefined symbol": a shared library links with a declared but never defined function.
-            raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}",
-                             self._spec.build_directory) from err
+            directory = self._spec.build_directory
+            raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}", directory,
+                             os.path.join(directory, build.LOG_FILE)) from err
         if module is not self._module:
             self.modules_loaded += 1
             self._swapped = set()
@@ -434,8 +435,10 @@ def _as_list(value: str | Sequence[str] | None) -> list[str]:
 
 
 def _check_name(name: str) -> None:
-    if not name.isidentifier():
-        raise ValueError(f"extension name {name!r} must be a valid Python identifier (it names the module)")
+    # ASCII too: a non-ASCII identifier passes Python but fails at link time with only "collect2: error".
+    if not (name.isidentifier() and name.isascii()):
+        raise ValueError(f"extension name {name!r} must be an ASCII Python identifier (it names the module and "
+                         "its init symbol)")
 
 
 def _handle(spec: BuildSpec, verbose: bool) -> Extension:

@@ -131,6 +131,8 @@ def test_bad_arguments_are_named(tmp_path):
         jitload.load("missing", [str(tmp_path / "nope.cpp")])
     with pytest.raises(ValueError, match="identifier"):
         jitload.load("bad-name", [str(tmp_path / "x.cpp")])
+    with pytest.raises(ValueError, match="ASCII"):  # refused up front, not by the linker
+        jitload.load("ядро", [str(tmp_path / "x.cpp")])
     with pytest.raises(ValueError, match="at least one"):
         jitload.load("empty", [])
 
@@ -148,8 +150,11 @@ def test_undefined_symbol_at_import_is_a_build_error(tmp_path):
         int declared_only();
         PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &declared_only); }
     """)
-    with pytest.raises(jitload.BuildError, match="undefined symbol"):
+    with pytest.raises(jitload.BuildError, match="undefined symbol") as err:
         jitload.load("undef_ext", [src], build_directory=str(tmp_path / "b"))
+    assert "declared_only() (_Z13declared_onlyv)" in str(err.value)  # the C++ name, then the symbol
+    assert err.value.log_path and os.path.exists(err.value.log_path)
+    assert f"full log: {err.value.log_path}" in str(err.value)
 
 
 def test_cache_dir_honours_torch_extensions_dir_and_is_private(tmp_path, monkeypatch):
