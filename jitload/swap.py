@@ -211,7 +211,8 @@ def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, byte
     directory = trust.private_dir(os.path.join(build_directory, SWAP_DIR))
 
     def one(source: str) -> bytes:
-        stem = os.path.splitext(os.path.basename(source))[0]
+        # Named per process: two notebooks swapping the same extension at once never share a file.
+        stem = f"{os.path.splitext(os.path.basename(source))[0]}.{os.getpid()}"
         unit = os.path.join(directory, f"{stem}.device.cu")
         image = os.path.join(directory, f"{stem}.fatbin")
         with open(unit, "w") as f:
