@@ -27,10 +27,6 @@ class Outcome:
     detail: str
 
 
-def compiler() -> str:
-    return os.environ.get("CXX") or "c++"
-
-
 def identity(cxx: str) -> str | None:
     path = shutil.which(cxx.split()[0]) if cxx else None
     if not path:
@@ -53,7 +49,7 @@ def _record_path(cxx: str) -> str | None:
 
 def known_crash(cxx: str | None = None) -> Outcome | None:
     """The recorded crash of ``cxx`` (default: $CXX), if a probe found one; never probes by itself."""
-    outcome = recorded(cxx or compiler())
+    outcome = recorded(cxx or toolchain.host_compiler())
     return outcome if outcome is not None and not outcome.ok else None
 
 

@@ -317,6 +317,11 @@ def _declaration(text: str, code_s: str, start: int, end: int, line: int, scope:
     return Item(kind, name or "", line, start, end, -1, scope, is_template)
 
 
+def qualified_name(item: Item) -> str:
+    """``ns::name`` of a parsed item (``extern "C"`` blocks add nothing; an anonymous namespace adds '')."""
+    return "::".join(s for s in (*item.scope, item.name) if s != 'extern "C"')
+
+
 def _is_device_function(item: Item) -> bool:
     return item.kind in {"kernel", "device"}
 
@@ -433,8 +438,7 @@ def instantiations(items: list[Item], mangled: list[str]) -> tuple[list[str], li
     """Explicit instantiations for the registered kernels that are instances of the file's kernel templates,
     and the mangled names the device unit will then define (its plain kernels' names are added by the
     caller's check against the compiled image)."""
-    templates = {"::".join((*item.scope, item.name)).replace('extern "C"::', "")
-                 for item in items if item.kind == "kernel" and item.is_template}
+    templates = {qualified_name(item) for item in items if item.kind == "kernel" and item.is_template}
     lines, names = [], []
     for name in mangled:
         text = demangle(name)

@@ -88,7 +88,7 @@ def _probe_once(cxx: str, directory: str) -> Outcome:
 
 def probe_compiler(cxx: str | None = None) -> Outcome:
     """Build and run the probe with ``cxx`` (default: $CXX or c++), once per compiler identity."""
-    cxx = cxx or compiler_probe.compiler()
+    cxx = cxx or toolchain.host_compiler()
     known = compiler_probe.recorded(cxx)
     if known is not None:
         return known
@@ -113,7 +113,7 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
     cuda_home = toolchain.find_cuda_home()
     nvcc = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else shutil.which("nvcc")
     nvcc_ver = toolchain.nvcc_version(cuda_home)
-    cxx = os.environ.get("CXX", "c++")
+    cxx = toolchain.host_compiler()
     try:
         ninja = build.ninja_binary()
     except RuntimeError:

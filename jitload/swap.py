@@ -54,10 +54,6 @@ def gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
-def _host_compiler() -> str:
-    return os.environ.get("CXX") or "c++"
-
-
 def shim_object() -> str:
     """The compiled shim for this toolchain, built once under the cache root (about a second)."""
     cuda_home = toolchain.find_cuda_home()
@@ -65,7 +61,7 @@ def shim_object() -> str:
         raise SwapError("no CUDA toolkit found")
     with open(SHIM_SOURCE, "rb") as f:
         source = f.read()
-    cxx = _host_compiler()
+    cxx = toolchain.host_compiler()
     digest = hashlib.blake2b(source + f"\0{cxx}\0{cuda_home}".encode(), digest_size=8).hexdigest()
     directory = trust.private_dir(os.path.join(toolchain.cache_root(), "_swap_shim"))
     obj = os.path.join(directory, f"swap_shim_{digest}.o")
@@ -161,8 +157,7 @@ def kernel_name(mangled: str) -> str | None:
 
 def _defined_kernels(text: str) -> set[str]:
     items = devicecode.parse(text)
-    return {"::".join(s for s in (*item.scope, item.name) if s != 'extern "C"') for item in items
-            if item.kind == "kernel"}
+    return {devicecode.qualified_name(item) for item in items if item.kind == "kernel"}
 
 
 def plan_unit(source: str, headers: list[str], registered: list[str],

@@ -152,6 +152,11 @@ def effective_arch_list() -> str:
     return f"{DEFAULT_ARCH} (jitload default: no GPU visible, TORCH_CUDA_ARCH_LIST unset)"
 
 
+def host_compiler() -> str:
+    """The C++ compiler torch's builds use: $CXX, else c++."""
+    return os.environ.get("CXX") or "c++"
+
+
 def default_device() -> torch.device:
     """Where checks and timings run when the caller names no device: the GPU if there is one."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
