@@ -54,7 +54,7 @@ def main() -> None:
     rank = int(os.environ.get("RANK", "0"))
     device = torch.device(args.device)
     if args.device == "cuda":
-        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # the lent machines forbid NVLink multicast
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off: not every host allows it
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     torch.manual_seed(0)
@@ -75,6 +75,11 @@ def main() -> None:
     if rank == 0:
         torch.save({"world": world, "device": str(device), "trajectory": trajectory}, args.out)
     if world > 1:
+        # Both ranks reach the teardown together, and the DDP wrapper (which holds the process group) goes first:
+        # a gloo group left to the interpreter's exit, or torn down on one rank while the other still talks to
+        # it, can abort the process ("terminate called without an active exception").
+        dist.barrier()
+        del model, opt
         dist.destroy_process_group()
 
 
