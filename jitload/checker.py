@@ -20,6 +20,8 @@ from typing import Any
 import pandas as pd
 import torch
 
+from .guards import GuardedAllocations
+from .isolate import ChildDied, run_forked
 from .toolchain import default_device
 
 # rtol = about one rounding of the output in the dtype (eps: float32 1.2e-7, float16 9.8e-4, bfloat16 7.8e-3)
@@ -52,6 +54,9 @@ REASONS = {
     "gradcheck_failed": "torch.autograd.gradcheck failed in float64",
     "wrong_grad": "gradients differ from the reference's",
     "opcheck_failed": "torch.library.opcheck failed for the registered op",
+    "out_of_bounds_write": "the candidate wrote outside a tensor it allocated (guard bytes changed)",
+    "crashed": "the process running the candidate died (a signal such as SIGSEGV, or glibc's abort)",
+    "sanitizer": "compute-sanitizer reported a memory error",
 }
 
 
@@ -152,6 +157,62 @@ def _strided_copy(t: Any) -> Any:
     return view
 
 
+def _padded_copy(t: Any) -> Any:
+    """Rows sliced from wider rows (``x[:, :w]`` of a wider tensor); a 1-D tensor starts one element into its
+    buffer, so it is contiguous but not aligned as a fresh allocation is."""
+    if not isinstance(t, torch.Tensor) or t.dim() == 0:
+        return t
+    if t.dim() == 1:
+        view = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)[1:]
+    else:
+        view = torch.empty((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)[..., :t.shape[-1]]
+    view.copy_(t)
+    return view
+
+
+def _transposed_copy(t: Any) -> Any:
+    """The same values stored column-major (the last two dimensions swapped in memory)."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2:
+        return t
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def _expanded(t: Any) -> Any:
+    """A broadcast view with stride 0: every row the first row (a 1-D tensor: every element the first)."""
+    if not isinstance(t, torch.Tensor) or t.dim() == 0:
+        return t
+    first = t[:1] if t.dim() == 1 else t[..., :1, :]
+    return first.expand(t.shape)
+
+
+def _with_nonfinite(inputs: tuple) -> tuple:
+    """A poisoned-value case: +inf in the middle, -inf last and NaN first of the first floating input (later
+    plants win where a tensor is too short for three places)."""
+    out = list(inputs)
+    for i, t in enumerate(out):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+            flat = t.clone(memory_format=torch.contiguous_format).view(-1)
+            flat[flat.numel() // 2] = float("inf")
+            flat[-1] = -float("inf")
+            flat[0] = float("nan")
+            out[i] = flat.view(t.shape)
+            break
+    return tuple(out)
+
+
+# Each layout re-lays (or, for "nonfinite", re-fills) every input; the reference sees the same tensors.
+LAYOUTS: dict[str, Callable[[tuple], tuple]] = {
+    "contiguous": lambda inputs: inputs,
+    "strided": lambda inputs: tuple(_strided_copy(t) for t in inputs),
+    "padded": lambda inputs: tuple(_padded_copy(t) for t in inputs),
+    "transposed": lambda inputs: tuple(_transposed_copy(t) for t in inputs),
+    "expanded": lambda inputs: tuple(_expanded(t) for t in inputs),
+    "nonfinite": _with_nonfinite,
+}
+# Run on every trial; the others on the first trial only (they test layout handling, not random values).
+EVERY_TRIAL = ("contiguous", "strided")
+
+
 def _fill_cache(nbytes: int, device: torch.device) -> None:
     # Leave freed blocks holding a sentinel, so a rerun's uninitialised output holds it instead of NaN.
     if nbytes > 0:
@@ -247,6 +308,42 @@ def _is_registered_op(fn: Any) -> bool:
     return isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass
+class _Case:
+    """One case of the check: its inputs come from make_inputs(size, dtype) under seed, re-laid by layout."""
+
+    size: int
+    dtype: torch.dtype
+    trial: int
+    layout: str
+    seed: int
+    rtol: float
+    atol: float
+
+    def row(self) -> dict:
+        return {"size": self.size, "dtype": _dtype_name(self.dtype), "trial": self.trial, "layout": self.layout,
+                "seed": self.seed}
+
+    def fail(self, reason: str, detail: str, mismatches: list | None = None) -> Failure:
+        return Failure(reason, detail, self.size, _dtype_name(self.dtype), self.layout, self.seed, mismatches or [])
+
+
+def _cases(sizes: list[int], dtypes: Sequence[torch.dtype], trials: int, layouts: Sequence[str], seed: int,
+           tols: dict[torch.dtype, tuple[float, float]]) -> Iterator[_Case]:
+    for d, dtype in enumerate(dtypes):
+        rtol, atol = tols.get(dtype, (1e-5, 1e-5))
+        for s, size in enumerate(sizes):
+            for trial in range(trials):
+                case_seed = seed + 7919 * trial + 104729 * s + 31 * d
+                for layout in layouts:
+                    if trial == 0 or layout in EVERY_TRIAL:
+                        yield _Case(size, dtype, trial, layout, case_seed, rtol, atol)
+
+
 def check(
     candidate: Callable[..., Any],
     reference: Callable[..., torch.Tensor],
@@ -259,35 +356,52 @@ def check(
     grad: bool = False,
     seed: int = 0,
     tolerances: dict[torch.dtype, tuple[float, float]] | None = None,
-    layouts: Sequence[str] = ("contiguous", "strided"),
+    layouts: Sequence[str] = tuple(LAYOUTS),
+    guards: bool = True,
+    isolate: bool = False,
+    on_case: Callable[[dict], None] | None = None,
+    _events: Callable[[str, dict, Failure | None], None] | None = None,
 ) -> CheckReport:
     """Check ``candidate(*make_inputs(size, dtype, device))`` against ``reference`` on the same inputs.
 
-    Default sizes: 0, 1, 7, 1023, 2^20+3 and a large one (2^24+1 on CUDA, 2^22+1 on CPU), each also with every
-    input in a non-contiguous layout. ``grad=True`` adds float64 gradcheck on small sizes and a comparison of
-    gradients with the reference's. A registered torch op (``torch.ops.ns.name``) also gets
-    ``torch.library.opcheck``. Tolerances default to :data:`TOLERANCES` (rtol, atol) per dtype.
+    Default sizes: 0, 1, 7, 1023, 2^20+3 and a large one (2^24+1 on CUDA, 2^22+1 on CPU). Every trial runs the
+    inputs as made and in a non-contiguous layout; the first trial also runs them with rows padded (and a 1-D
+    tensor one element into its buffer), transposed in memory, expanded (stride 0), and with NaN, +inf and -inf
+    planted (``layouts`` picks among :data:`LAYOUTS`). ``guards`` places every tensor the candidate allocates
+    between guard bytes and fails a case that writes past them (:mod:`jitload.guards`). ``isolate`` runs the
+    cases in a forked process, so a candidate that crashes the process becomes a failure naming the case it
+    died in (CPU, or CUDA in a process that has not initialised CUDA yet; ``jitload check`` isolates by
+    default). ``grad=True`` adds float64 gradcheck on small sizes and a comparison of gradients with the
+    reference's. A registered torch op (``torch.ops.ns.name``) also gets ``torch.library.opcheck``. Tolerances
+    default to :data:`TOLERANCES` (rtol, atol) per dtype. ``on_case`` is called with each case's row before it
+    runs.
     """
     device = torch.device(device) if device is not None else default_device()
+    unknown = [layout for layout in layouts if layout not in LAYOUTS]
+    if unknown:
+        raise ValueError(f"unknown layout(s) {unknown}: choose from {list(LAYOUTS)}")
+    if isolate:
+        return _check_isolated(candidate, reference, make_inputs, on_case, uses_cuda=device.type == "cuda",
+                               options=dict(sizes=sizes, dtypes=dtypes, device=device, trials=trials, grad=grad,
+                                            seed=seed, tolerances=tolerances, layouts=layouts, guards=guards))
     sizes = list(sizes) if sizes is not None else [*DEFAULT_SIZES, LARGE_SIZE.get(device.type, 2**22 + 1)]
     tols = {**TOLERANCES, **(tolerances or {})}
     rows: list[dict] = []
     failures: list[Failure] = []
-    for dtype in dtypes:
-        rtol, atol = tols.get(dtype, (1e-5, 1e-5))
-        dname = str(dtype).removeprefix("torch.")
-        for size in sizes:
-            for trial in range(trials):
-                case_seed = seed + 7919 * trial + 104729 * sizes.index(size) + 31 * dtypes.index(dtype)
-                for layout in layouts:
-                    row = {"size": size, "dtype": dname, "trial": trial, "layout": layout, "seed": case_seed}
-                    failure = _run_case(candidate, reference, make_inputs, size, dtype, device, layout, case_seed,
-                                        rtol, atol, row)
-                    row["ok"] = failure is None
-                    row["reason"] = failure.reason if failure else ""
-                    rows.append(row)
-                    if failure:
-                        failures.append(failure)
+    for case in _cases(sizes, dtypes, trials, layouts, seed, tols):
+        row = case.row()
+        if on_case is not None:
+            on_case(dict(row))
+        if _events is not None:  # isolate=True's child: the parent learns where a crash happened
+            _events("start", dict(row), None)
+        failure = _run_case(candidate, reference, make_inputs, device, case, row, guards)
+        row["ok"] = failure is None
+        row["reason"] = failure.reason if failure else ""
+        rows.append(row)
+        if failure:
+            failures.append(failure)
+        if _events is not None:
+            _events("end", dict(row), failure)
     if grad:
         failures.extend(_check_grad(candidate, reference, make_inputs, dtypes, device, seed, tols))
     if _is_registered_op(candidate):
@@ -295,46 +409,85 @@ def check(
     return CheckReport(pd.DataFrame(rows), failures)
 
 
-def _run_case(candidate, reference, make_inputs, size, dtype, device, layout, case_seed, rtol, atol,
-              row) -> Failure | None:
-    def fail(reason: str, detail: str, mismatches=None) -> Failure:
-        return Failure(reason, detail, size, row["dtype"], layout, case_seed, mismatches or [])
+def _check_isolated(candidate, reference, make_inputs, on_case, *, uses_cuda: bool, options: dict) -> CheckReport:
+    """check() in a forked child (:mod:`jitload.isolate`); a crash becomes a "crashed" failure at its case."""
+    rows: list[dict] = []
+    failures: list[Failure] = []
+    current: list[dict] = []
 
-    torch.manual_seed(case_seed)
-    inputs = tuple(make_inputs(size, dtype, device))
-    if layout == "strided":
-        inputs = tuple(_strided_copy(t) for t in inputs)
-    floats = _floating(inputs)
-    if size > 0 and floats and all(not bool(t.any()) for t in floats):
-        return fail("degenerate_inputs", "every floating input is all zeros")
+    def on_event(event: tuple[str, dict, Failure | None]) -> None:
+        kind, row, failure = event
+        if kind == "start":
+            current[:] = [row]
+            if on_case is not None:
+                on_case(dict(row))
+            return
+        current.clear()
+        rows.append(row)
+        if failure is not None:
+            failures.append(failure)
+
+    def work(emit: Callable[[Any], None]) -> CheckReport:
+        return check(candidate, reference, make_inputs, **options, _events=lambda *event: emit(event))
+
+    try:
+        return run_forked(work, on_event, uses_cuda=uses_cuda)
+    except ChildDied as died:
+        if not current:
+            failures.append(Failure("crashed", f"the checking process died ({died.how}) outside any case"))
+        else:
+            (row,) = current
+            failures.append(Failure("crashed", f"the process died ({died.how}) while running this case; the cases "
+                                               "after it did not run", row["size"], row["dtype"], row["layout"],
+                                    row["seed"]))
+            rows.append({**row, "ok": False, "reason": "crashed"})
+        return CheckReport(pd.DataFrame(rows), failures)
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _run_case(candidate, reference, make_inputs, device: torch.device, case: _Case, row: dict,
+              guards: bool) -> Failure | None:
+    torch.manual_seed(case.seed)
+    made = tuple(make_inputs(case.size, case.dtype, device))
+    inputs = LAYOUTS[case.layout](made)
+    floats = _floating(made)
+    if case.size > 0 and floats and all(not bool(t.any()) for t in floats):
+        return case.fail("degenerate_inputs", "every floating input is all zeros")
     expected = reference(*inputs)
     before = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
     _sync(device)
+    guard = GuardedAllocations() if guards else contextlib.nullcontext()
     try:
         with poisoned_allocations():
-            got = candidate(*inputs)
+            with guard:
+                got = candidate(*inputs)
             # No synchronize here: a result must already be right on the current stream.
-            cmp = _compare(got, expected, rtol, atol)
+            cmp = _compare(got, expected, case.rtol, case.atol)
     except Exception as exc:  # a candidate that raises is a failed case, not a crashed check
-        return fail("raised", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return case.fail("raised", _first_line(exc))
     row.update(max_abs_err=cmp.max_abs, max_rel_err=cmp.max_rel, worst_index=cmp.worst)
+    if guards and (outside := guard.violations()):
+        return case.fail("out_of_bounds_write", "; ".join(outside))
     modified = [i for i, (a, b) in enumerate(zip(inputs, before, strict=True)) if not _same(a, b)]
     if modified:
-        return fail("modified_input", f"input(s) {modified} changed during the call")
+        return case.fail("modified_input", f"input(s) {modified} changed during the call")
     if cmp.reason is None:
         return None
     if device.type == "cuda" and cmp.reason in ("wrong_values", "nan_or_inf"):
         _sync(device)
-        if _compare(got, expected, rtol, atol).reason is None:
-            return fail("unsynchronized", "the output was wrong when read on the current stream and right "
-                                          "after torch.cuda.synchronize()")
+        if _compare(got, expected, case.rtol, case.atol).reason is None:
+            return case.fail("unsynchronized", "the output was wrong when read on the current stream and right "
+                                               "after torch.cuda.synchronize()")
     if cmp.reason == "nan_or_inf" and cmp.nan_mask is not None and _unwritten(candidate, inputs, cmp.output,
                                                                               cmp.nan_mask, device):
         where = "" if cmp.output is None else f"output {cmp.output}: "
-        return fail("unwritten_output", f"{where}{int(cmp.nan_mask.sum())} of {cmp.nan_mask.numel()} elements were "
-                                        "never written: they hold the NaN poison, and other values when memory "
-                                        "differs", cmp.mismatches)
-    return fail(cmp.reason, cmp.detail, cmp.mismatches)
+        return case.fail("unwritten_output", f"{where}{int(cmp.nan_mask.sum())} of {cmp.nan_mask.numel()} elements "
+                                             "were never written: they hold the NaN poison, and other values when "
+                                             "memory differs", cmp.mismatches)
+    return case.fail(cmp.reason, cmp.detail, cmp.mismatches)
 
 
 def _unwritten(candidate, inputs, output, nan_mask, device) -> bool:
@@ -352,47 +505,55 @@ def _unwritten(candidate, inputs, output, nan_mask, device) -> bool:
 
 
 def _check_grad(candidate, reference, make_inputs, dtypes, device, seed, tols) -> list[Failure]:
-    failures = []
-    for size in GRAD_SIZES:
-        torch.manual_seed(seed + size)
-        inputs = tuple(t.detach().requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-                       for t in make_inputs(size, torch.float64, device))
-        try:
-            ok = torch.autograd.gradcheck(candidate, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False)
-            detail = "numerical and analytical Jacobians differ"
-        except Exception as exc:
-            ok, detail = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        if not ok:
-            failures.append(Failure("gradcheck_failed", detail, size, "float64", "contiguous", seed + size))
+    failures = [f for size in GRAD_SIZES if (f := _gradcheck(candidate, make_inputs, size, device, seed))]
     for dtype in dtypes:
         rtol, atol = tols.get(dtype, (1e-5, 1e-5))
         for size in GRAD_SIZES:
-            torch.manual_seed(seed + size)
-            base = make_inputs(size, dtype, device)
-            leaves = [t for t in base if isinstance(t, torch.Tensor) and t.is_floating_point()]
-            grads = []
-            for fn in (candidate, reference):
-                args = tuple(t.detach().clone().requires_grad_() if any(t is leaf for leaf in leaves) else t
-                             for t in base)
-                torch.manual_seed(seed)
-                try:
-                    out = fn(*args)
-                    weight = torch.randn_like(out)
-                    diffable = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-                    grads.append(torch.autograd.grad(out, diffable, weight, allow_unused=True))
-                except Exception as exc:
-                    failures.append(Failure("wrong_grad", f"{getattr(fn, '__name__', fn)} backward raised "
-                                            f"{type(exc).__name__}: {exc}", size, str(dtype), "contiguous", seed))
-                    break
-            else:
-                for i, (gc, gr) in enumerate(zip(*grads, strict=True)):
-                    if gr is None:
-                        continue
-                    cmp = _compare(gc, gr, rtol, atol) if gc is not None else _Comparison("wrong_grad", "no gradient")
-                    if cmp.reason:
-                        failures.append(Failure("wrong_grad", f"gradient of input {i}: {cmp.detail}", size,
-                                                str(dtype).removeprefix("torch."), "contiguous", seed,
-                                                cmp.mismatches))
+            failures.extend(_compare_grads(candidate, reference, make_inputs, size, dtype, device, seed, rtol, atol))
+    return failures
+
+
+def _gradcheck(candidate, make_inputs, size: int, device, seed: int) -> Failure | None:
+    torch.manual_seed(seed + size)
+    inputs = tuple(t.detach().requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                   for t in make_inputs(size, torch.float64, device))
+    try:
+        if torch.autograd.gradcheck(candidate, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=False):
+            return None
+        detail = "numerical and analytical Jacobians differ"
+    except Exception as exc:
+        detail = _first_line(exc)
+    return Failure("gradcheck_failed", detail, size, "float64", "contiguous", seed + size)
+
+
+def _grads(fn, base: tuple, seed: int) -> tuple:
+    """fn's gradients for every floating input, under a random output weight drawn from seed."""
+    args = tuple(t.detach().clone().requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                 for t in base)
+    torch.manual_seed(seed)
+    out = fn(*args)
+    diffable = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    return torch.autograd.grad(out, diffable, torch.randn_like(out), allow_unused=True)
+
+
+def _compare_grads(candidate, reference, make_inputs, size, dtype, device, seed, rtol, atol) -> list[Failure]:
+    torch.manual_seed(seed + size)
+    base = tuple(make_inputs(size, dtype, device))
+    grads = []
+    for fn in (candidate, reference):
+        try:
+            grads.append(_grads(fn, base, seed))
+        except Exception as exc:
+            return [Failure("wrong_grad", f"{getattr(fn, '__name__', fn)} backward raised {_first_line(exc)}", size,
+                            _dtype_name(dtype), "contiguous", seed)]
+    failures = []
+    for i, (gc, gr) in enumerate(zip(*grads, strict=True)):
+        if gr is None:
+            continue
+        cmp = _compare(gc, gr, rtol, atol) if gc is not None else _Comparison("wrong_grad", "no gradient")
+        if cmp.reason:
+            failures.append(Failure("wrong_grad", f"gradient of input {i}: {cmp.detail}", size, _dtype_name(dtype),
+                                    "contiguous", seed, cmp.mismatches))
     return failures
 
 
@@ -404,6 +565,5 @@ def _opcheck(op, make_inputs, dtypes, device, seed) -> list[Failure]:
         try:
             torch.library.opcheck(op, args)
         except Exception as exc:
-            failures.append(Failure("opcheck_failed", f"{type(exc).__name__}: {str(exc).splitlines()[0]}", 7,
-                                    str(dtype).removeprefix("torch."), "contiguous", seed))
+            failures.append(Failure("opcheck_failed", _first_line(exc), 7, _dtype_name(dtype), "contiguous", seed))
     return failures

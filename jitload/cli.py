@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import os
 import shutil
 import stat
@@ -12,6 +13,7 @@ import sys
 import torch
 
 from . import doctor, kernels, toolchain
+from .check_process import ProgressFile, check_in_child
 from .errors import BuildError
 from .lock import build_lock
 
@@ -68,17 +70,29 @@ def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.N
     ext = _build(kernel, args.verbose)
     ours = kernel.functions(ext)
     fns = {**ours, **kernel.baselines(device)}
+    progress = ProgressFile(args.progress) if getattr(args, "progress", None) else None
     reports = {}
     for name, fn in fns.items():
         reports[name] = check(fn, kernel.reference, kernel.spec.make_inputs,
                               sizes=getattr(kernel.spec, "CHECK_SIZES", None), dtypes=_dtypes(args, kernel),
                               device=device, grad=name in ours and getattr(kernel.spec, "GRAD", False),
-                              tolerances=getattr(kernel.spec, "TOLERANCES", None))
+                              tolerances=getattr(kernel.spec, "TOLERANCES", None),
+                              on_case=None if progress is None else functools.partial(progress.write, name),
+                              guards=not getattr(args, "no_guards", False))
         print(f"{name}: check {reports[name]!r}")
     return fns, reports
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if not args.no_isolate:
+        # each kernel in a fresh process (jitload.check_process): a crash fails that kernel, not the command
+        extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else [])]
+        codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in _selected(args)]
+        return max(codes, default=0)
+    if args.sanitize:
+        print("jitload: --sanitize runs the check in a child process under compute-sanitizer; drop --no-isolate",
+              file=sys.stderr)
+        return 2
     device = _device()
     failed = [k.name for k in _selected(args) if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
     return 1 if failed else 0
@@ -201,6 +215,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("-v", "--verbose", action="store_true", help="show the compiler commands")
         if name in ("check", "bench"):
             p.add_argument("--dtype", nargs="+", choices=sorted(DTYPES), help="dtypes (default: the kernel's)")
+        if name == "check":
+            p.add_argument("--no-isolate", action="store_true",
+                           help="check in this process (default: each kernel in a fresh one, so a crash is a failure)")
+            p.add_argument("--sanitize", action="store_true",
+                           help="run each kernel's check under compute-sanitizer memcheck (CUDA)")
+            p.add_argument("--no-guards", action="store_true",
+                           help="no guard bytes around the tensors a candidate allocates (--sanitize sets it: "
+                                "a write into a guard is inside an allocation, where compute-sanitizer cannot see it)")
+            p.add_argument("--progress", help=argparse.SUPPRESS)  # the isolated child writes its current case here
         if name == "bench":
             p.add_argument("--sizes", type=int, nargs="+", help="element counts to time")
             p.add_argument("--compiled", action="store_true", help="also time torch.compile(reference)")

@@ -8,7 +8,7 @@ import torch
 from extensions import write
 
 import jitload
-from jitload.checker import TOLERANCES, check
+from jitload.checker import EVERY_TRIAL, LAYOUTS, TOLERANCES, check
 
 SIZES = (0, 1, 7, 1023, 2**20 + 3)
 
@@ -77,6 +77,8 @@ def good_but_slow(a, b):
 
 
 def _check(fn, **kwargs):
+    # The planted bugs below are about values, not layouts: the layouts have tests of their own.
+    kwargs.setdefault("layouts", EVERY_TRIAL)
     kwargs.setdefault("sizes", SIZES)
     kwargs.setdefault("trials", 1)
     kwargs.setdefault("device", "cpu")
@@ -84,9 +86,11 @@ def _check(fn, **kwargs):
 
 
 def test_good_candidate_passes_with_a_row_per_case():
-    report = _check(torch.add, trials=2)
+    report = _check(torch.add, trials=2, layouts=tuple(LAYOUTS))
     assert report.ok, report
-    assert len(report.table) == len(SIZES) * 2 * 2  # sizes x trials x (contiguous, strided)
+    # sizes x (every layout on the first trial + contiguous and strided on the second)
+    assert len(report.table) == len(SIZES) * (len(LAYOUTS) + len(EVERY_TRIAL))
+    assert set(report.table["layout"]) == set(LAYOUTS)
     assert {"size", "dtype", "trial", "layout", "max_abs_err", "max_rel_err", "worst_index", "ok", "seed"} <= set(
         report.table.columns)
     report.raise_if_failed()
@@ -196,6 +200,7 @@ def test_registered_ops_get_opcheck():
 
 PLANTED_CPP = r"""
 #include <torch/extension.h>
+#include <csignal>
 torch::Tensor good_add(const torch::Tensor& a, const torch::Tensor& b) { return a + b; }
 torch::Tensor uninit_add(const torch::Tensor& a, const torch::Tensor& b) {
     auto out = torch::empty_like(a);  // the classic bug: half the output is never written
@@ -206,9 +211,23 @@ torch::Tensor uninit_add(const torch::Tensor& a, const torch::Tensor& b) {
 }
 torch::Tensor odd_add(const torch::Tensor& a, const torch::Tensor& b) { return a + b + (a.numel() % 2); }
 torch::Tensor inplace_add(torch::Tensor a, const torch::Tensor& b) { return a.add_(b).clone(); }
+// Writes `extra` elements past the end of its output: the slack of the allocator's block hides a few.
+torch::Tensor past_end_add(const torch::Tensor& a, const torch::Tensor& b, int64_t extra) {
+    auto out = torch::empty_like(a);
+    auto ac = a.contiguous(), bc = b.contiguous();
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0; i < out.numel() + extra; ++i)
+        o[i] = i < out.numel() ? ac.data_ptr<float>()[i] + bc.data_ptr<float>()[i] : 0.0f;
+    return out;
+}
+torch::Tensor crash_on_odd(const torch::Tensor& a, const torch::Tensor& b) {
+    if (a.numel() % 2) std::raise(SIGSEGV);
+    return a + b;
+}
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("good_add", &good_add); m.def("uninit_add", &uninit_add);
     m.def("odd_add", &odd_add); m.def("inplace_add", &inplace_add);
+    m.def("past_end_add", &past_end_add); m.def("crash_on_odd", &crash_on_odd);
 }
 """
 
@@ -260,3 +279,84 @@ def test_side_stream_work_left_unsynchronised_is_caught():
 
     report = _check(on_side_stream, device="cuda", sizes=(2**20 + 3,), layouts=("contiguous",))
     assert report.reasons == {"unsynchronized"}, report
+
+
+@pytest.mark.parametrize("extra", [1, 16])
+def test_writes_past_an_output_are_caught_by_guard_bytes(planted, extra):
+    report = _check(lambda a, b: planted.past_end_add(a, b, extra), layouts=("contiguous",))
+    assert report.reasons == {"out_of_bounds_write"}
+    assert len(report.failures) == len(SIZES)  # size 0 too: its write lands in a guard, not at a null pointer
+    assert f"elements +1..+{extra}" in str(report.failures[0])
+
+
+def test_a_crashing_candidate_is_a_failure_when_isolated(planted):
+    # size 7 is the first odd size: the child dies there, the parent reports it and lives on
+    report = _check(planted.crash_on_odd, layouts=("contiguous",), isolate=True)
+    assert report.reasons == {"crashed"}
+    (failure,) = report.failures
+    assert (failure.size, failure.layout) == (1, "contiguous") and "SIGSEGV" in failure.detail
+    assert list(report.table["ok"]) == [True, False]
+
+
+def test_isolated_check_matches_the_in_process_one():
+    seen = []
+    isolated = _check(wrong_on_odd_sizes, isolate=True, on_case=seen.append)
+    direct = _check(wrong_on_odd_sizes)
+    assert [str(f) for f in isolated.failures] == [str(f) for f in direct.failures]
+    assert len(seen) == len(isolated.table) == len(direct.table)
+
+
+def softmax_reference(x):
+    return torch.softmax(x, -1)
+
+
+def rows_inputs(size, dtype, device):
+    return (torch.randn(max(size // 64, 1), 64, dtype=dtype, device=device),)
+
+
+def softmax_inner_stride_only(x):
+    # The classic row-kernel bug: it copies x only when the inner stride is not 1, then walks rows `width` apart.
+    xc = x if x.stride(-1) == 1 else x.contiguous()
+    return torch.softmax(torch.as_strided(xc, xc.shape, (xc.shape[-1], 1)), -1)
+
+
+def test_padded_rows_catch_a_kernel_that_assumes_row_stride_equals_width():
+    assert check(softmax_inner_stride_only, softmax_reference, rows_inputs, sizes=(64 * 33,), device="cpu",
+                 trials=1, layouts=("contiguous", "strided")).ok
+    report = check(softmax_inner_stride_only, softmax_reference, rows_inputs, sizes=(64 * 33,), device="cpu",
+                   trials=1)
+    assert report.reasons == {"wrong_values"}
+    assert {f.layout for f in report.failures} == {"padded", "expanded"}  # expanded rows have stride 0
+
+
+def test_transposed_and_expanded_inputs_run_through_a_correct_kernel():
+    report = check(softmax_reference, softmax_reference, rows_inputs, sizes=(64 * 33,), device="cpu", trials=1,
+                   layouts=("transposed", "expanded"))
+    assert report.ok, report
+    # a kernel that trusts the row stride but assumes elements within a row are adjacent
+    assert not check(lambda x: torch.softmax(torch.as_strided(x, x.shape, (x.stride(0), 1)), -1), softmax_reference,
+                     rows_inputs,
+                     sizes=(64 * 33,), device="cpu", trials=1, layouts=("transposed",)).ok
+
+
+def relu_of_sum(a, b):
+    return torch.relu(a + b)
+
+
+def nan_to_zero_relu(a, b):
+    s = a + b
+    return torch.where(s > 0, s, 0)
+
+
+def test_planted_nan_and_inf_must_match_the_reference():
+    assert check(nan_to_zero_relu, relu_of_sum, make_inputs, sizes=SIZES, device="cpu", trials=1,
+                 layouts=("contiguous", "strided")).ok
+    report = check(nan_to_zero_relu, relu_of_sum, make_inputs, sizes=SIZES, device="cpu", trials=1)
+    assert {f.layout for f in report.failures} == {"nonfinite"}
+    assert report.reasons == {"wrong_values"}
+    assert check(relu_of_sum, relu_of_sum, make_inputs, sizes=SIZES, device="cpu", trials=1).ok
+
+
+def test_unknown_layout_is_refused():
+    with pytest.raises(ValueError, match="unknown layout"):
+        _check(torch.add, layouts=("diagonal",))

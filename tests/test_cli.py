@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 
+import pytest
 import torch
 from extensions import PYTHON
 
@@ -61,3 +62,94 @@ def test_unsupported_dtype_is_a_clear_error():
     out = _jitload("check", "add", "--dtype", "float64")  # the op takes float64 (for gradcheck); the spec omits it
     assert out.returncode == 2
     assert "does not support torch.float64" in out.stderr
+
+
+CRASHY_SPEC = '''
+import torch
+NAME = "crashy_add"
+SOURCES = ["crashy.cpp"]
+FUNCTION = "add"
+DTYPES = [torch.float32]
+CHECK_SIZES = [2, 7, 8]
+
+
+def candidates(ext):
+    return {"add": ext.add}
+
+
+def reference_crashy(a, b):
+    return a + b
+
+
+def make_inputs(size, dtype, device):
+    return (torch.randn(size, dtype=dtype, device=device), torch.randn(size, dtype=dtype, device=device))
+
+
+def bytes_moved(size, dtype):
+    return 3 * size * 4
+'''
+CRASHY_CPP = r'''
+#include <torch/extension.h>
+#include <csignal>
+torch::Tensor add(const torch::Tensor& a, const torch::Tensor& b) {
+    if (a.numel() % 2) std::raise(SIGSEGV);  // a kernel bug that kills the process at odd sizes
+    return a + b;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add); }
+'''
+
+
+def test_check_isolates_a_crashing_kernel(tmp_path):
+    folder = tmp_path / "crashy"
+    folder.mkdir()
+    (folder / "spec.py").write_text(CRASHY_SPEC)
+    (folder / "crashy.cpp").write_text(CRASHY_CPP)
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path / "cache"))
+    out = _jitload("check", str(folder), env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert ("crashy: check FAIL: the checking process died (SIGSEGV) in add, size=7, dtype=float32, "
+            "layout=contiguous") in out.stdout
+    assert _jitload("check", str(folder), "--no-isolate", env=env).returncode == -11  # what isolation prevents
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU --sanitize runs: see the test after this one")
+def test_sanitize_says_what_it_needs():
+    out = _jitload("check", "add", "--sanitize")
+    assert out.returncode == 2
+    assert "needs a GPU" in out.stderr
+
+
+PAST_END_CU = r'''
+#include <torch/extension.h>
+__global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i <= n) out[i] = i < n ? a[i] + b[i] : 0.0f;  // <= : one element too many
+}
+torch::Tensor add(const torch::Tensor& a, const torch::Tensor& b) {
+    auto out = torch::empty_like(a);
+    const int64_t n = a.numel();
+    add_kernel<<<(n + 256) / 256, 256>>>(a.contiguous().data_ptr<float>(), b.contiguous().data_ptr<float>(),
+                                         out.data_ptr<float>(), n);
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add); }
+'''
+
+
+@pytest.mark.cuda
+def test_sanitize_finds_a_write_past_the_end(tmp_path):
+    from jitload.check_process import compute_sanitizer
+
+    if compute_sanitizer() is None:
+        pytest.skip("no compute-sanitizer in this CUDA toolkit")
+    folder = tmp_path / "past_end"
+    folder.mkdir()
+    spec = CRASHY_SPEC.replace('"crashy_add"', '"past_end_add"').replace('["crashy.cpp"]', '[]')
+    spec = spec.replace("reference_crashy", "reference_past_end") + 'CUDA_SOURCES = ["past_end.cu"]\n'
+    (folder / "spec.py").write_text(spec.replace("[2, 7, 8]", "[1000]"))
+    (folder / "past_end.cu").write_text(PAST_END_CU)
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path / "cache"))
+    out = _jitload("check", str(folder), "--sanitize", env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "compute-sanitizer reported memory errors" in out.stdout
+    assert "Invalid __global__ write" in out.stdout + out.stderr

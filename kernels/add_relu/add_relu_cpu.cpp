@@ -11,7 +11,7 @@ void add_relu_forward_cpu(jk::DType dtype, const void* x, const void* y, void* o
         T* z = static_cast<T*>(out);
         for (int64_t i = 0; i < n; ++i) {
             const A s = static_cast<A>(a[i]) + static_cast<A>(b[i]);
-            z[i] = static_cast<T>(s > A(0) ? s : A(0));
+            z[i] = static_cast<T>(s < A(0) ? A(0) : s);  // NaN propagates, as in torch.relu
         }
     });
 }

@@ -6,7 +6,7 @@
 template <class A>
 __device__ __forceinline__ A add_relu_op(A a, A b) {
     const A s = a + b;
-    return s > A(0) ? s : A(0);
+    return s < A(0) ? A(0) : s;  // NaN stays NaN, as in torch.relu (s > 0 ? s : 0 would turn it into 0)
 }
 
 // v1, the seed's kernel: one thread per element. The index is 64-bit: the seed's int overflows past 2^31.
@@ -31,7 +31,7 @@ __global__ void add_relu_v2(const T* __restrict__ x, const T* __restrict__ y, T*
 // the launcher falls back to v2. Why one vector in blocks of 128 (the shape of torch.compile's kernel): timed in
 // turn on the H200, two vectors a thread in blocks of 256 were 0.4% (float32) and 0.7% (bfloat16) behind
 // torch.compile in every round; blocks of 128 made them level, and one vector a thread (this kernel) put it
-// 0.3% ahead in float32 and level in bfloat16 (runs 24-25 in benchmarks/results/2026-12-03-h200-kernels).
+// 0.3% ahead in float32 and level in bfloat16.
 // Why the smaller blocks help was not measured.
 constexpr int kV3Block = 128;
 

@@ -10,7 +10,8 @@ def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     s = tl.load(x_ptr + offsets, mask=mask).to(tl.float32) + tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
-    tl.store(out_ptr + offsets, tl.maximum(s, 0.0).to(out_ptr.dtype.element_ty), mask=mask)
+    # where, not maximum: Triton's maximum drops NaN by default, torch.relu propagates it
+    tl.store(out_ptr + offsets, tl.where(s < 0.0, 0.0, s).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def add_relu(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -80,6 +80,9 @@ std::tuple<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, co
         }
     }
     // The bias gradient: grad_x summed over every row, accumulated in float32 (torch's reduction kernel).
+    // A 1-D x is one row, and its grad_x is the bias gradient: at::sum over an empty dim list would sum
+    // everything into a 0-d tensor.
+    if (x.dim() == 1) return {grad_x, grad_x.clone()};
     std::vector<int64_t> dims(x.dim() - 1);
     std::iota(dims.begin(), dims.end(), 0);
     at::Tensor grad_bias = at::sum(grad_x, dims, /*keepdim=*/false, acc).to(x.scalar_type());

@@ -55,6 +55,13 @@ TORCH_LIBRARY_FRAGMENT(jitload, m) {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-    m.def("rmsnorm", &rmsnorm, "(out, x + residual): RMSNorm of x + residual over the last dimension", py::arg("x"),
+    // The handle checks grad as the op's Autograd kernel does, then runs this library's kernel (not the
+    // dispatcher's, which keeps an older library's after a schema change).
+    m.def("rmsnorm",
+          [](const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, double eps) {
+              jk::forbid_grad("rmsnorm", {x, residual, weight});
+              return rmsnorm(x, residual, weight, eps);
+          },
+          "(out, x + residual): RMSNorm of x + residual over the last dimension (forward only)", py::arg("x"),
           py::arg("residual"), py::arg("weight"), py::arg("eps") = 1e-6);
 }

@@ -45,5 +45,8 @@ TORCH_LIBRARY_FRAGMENT(jitload, m) {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-    m.def("softmax", &softmax, "softmax over the last dimension, in one pass over the data", py::arg("x"));
+    // The handle checks grad as the op's Autograd kernel does, then runs this library's kernel (not the
+    // dispatcher's, which keeps an older library's after a schema change).
+    m.def("softmax", [](const at::Tensor& x) { jk::forbid_grad("softmax", {x}); return softmax(x); },
+          "softmax over the last dimension, in one pass over the data (forward only)", py::arg("x"));
 }

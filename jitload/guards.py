@@ -1,0 +1,108 @@
+"""Guard bytes around every tensor a candidate allocates, so a write past its end is seen, not silently absorbed.
+
+An allocator hands out whole blocks (the CPU allocator 64-byte aligned, CUDA's caching allocator in 512-byte
+steps), so a kernel that writes one element too many usually lands in slack nobody reads, and passes. Inside
+:class:`GuardedAllocations` every ``aten`` allocation (``empty``, ``empty_like``, ``empty_strided``,
+``new_empty``, ...; from Python, Triton wrappers and C++ extensions alike, since ``at::empty_like`` in a binding
+goes through the dispatcher) returns a tensor placed inside a larger buffer whose edges hold a byte pattern.
+:meth:`GuardedAllocations.violations` names every guard that changed. A zero-size output gets a real guarded
+buffer too, so a write into it is reported instead of crashing the process on a null pointer.
+
+This is torch's own dispatch-mode machinery (``TorchDispatchMode``); nothing in torch offers guard regions for
+the CPU allocator, and compute-sanitizer (``jitload check --sanitize``) covers only CUDA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+GUARD_BYTES = 512  # a multiple of every alignment a kernel may assume (16-byte vectors, 128-byte lines)
+PATTERN = 0xA5
+_ALLOCATIONS = {
+    torch.ops.aten.empty.memory_format,
+    torch.ops.aten.empty_like.default,
+    torch.ops.aten.empty_strided.default,
+    torch.ops.aten.new_empty.default,
+    torch.ops.aten.new_empty_strided.default,
+}
+
+
+@dataclass
+class _Guarded:
+    buffer: torch.Tensor  # uint8: GUARD_BYTES, the tensor's bytes, GUARD_BYTES
+    span: int  # bytes the tensor's elements cover
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    itemsize: int
+
+
+def _span_bytes(shape: tuple[int, ...], stride: tuple[int, ...], itemsize: int) -> int:
+    if any(s == 0 for s in shape):
+        return 0
+    return (1 + sum((s - 1) * st for s, st in zip(shape, stride, strict=True))) * itemsize
+
+
+def _poison(view: torch.Tensor) -> None:
+    # The same fill as torch's fill_uninitialized_memory, so unwritten output still reads as NaN.
+    if view.is_floating_point() or view.is_complex():
+        view.fill_(float("nan"))
+    elif view.dtype == torch.bool:
+        view.fill_(True)
+    else:
+        view.fill_(torch.iinfo(view.dtype).max)
+
+
+class GuardedAllocations(TorchDispatchMode):
+    """Within the block, allocations are placed between guard regions; see the module's docstring."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._guarded: list[_Guarded] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _ALLOCATIONS:
+            return self._allocate(func(*args, **kwargs))
+        if func.namespace not in ("aten", "prim", "prims"):
+            # A registered op (torch.ops.ns.op): run its kernel below this mode with the mode on again, so the
+            # allocations its C++ code makes are guarded too.
+            keys = None
+            for a in (*args, *kwargs.values()):
+                if isinstance(a, torch.Tensor):
+                    keys = torch._C._dispatch_keys(a) if keys is None else keys | torch._C._dispatch_keys(a)
+            if keys is not None:
+                below = keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+                with self:
+                    return func.redispatch(below, *args, **kwargs)
+        return func(*args, **kwargs)
+
+    def _allocate(self, plain: torch.Tensor) -> torch.Tensor:
+        itemsize = plain.element_size()
+        span = _span_bytes(tuple(plain.shape), plain.stride(), itemsize)
+        buffer = torch.full((2 * GUARD_BYTES + span,), PATTERN, dtype=torch.uint8, device=plain.device)
+        # set_ rather than a view: the result is a fresh tensor to autograd (no _base), as an allocation must be.
+        guarded = torch.empty(0, dtype=plain.dtype, device=plain.device).set_(
+            buffer.untyped_storage(), GUARD_BYTES // itemsize, plain.shape, plain.stride())
+        if span:
+            _poison(buffer[GUARD_BYTES:GUARD_BYTES + span].view(plain.dtype))
+        self._guarded.append(_Guarded(buffer, span, tuple(plain.shape), plain.dtype, itemsize))
+        return guarded
+
+    def violations(self) -> list[str]:
+        """One line per allocation whose guard bytes changed: which side, and how far from the tensor's edge."""
+        found = []
+        for g in self._guarded:
+            before = (g.buffer[:GUARD_BYTES] != PATTERN).nonzero().flatten()
+            after = (g.buffer[GUARD_BYTES + g.span:] != PATTERN).nonzero().flatten()
+            what = f"{str(g.dtype).removeprefix('torch.')} tensor of shape {list(g.shape)}"
+            if after.numel():
+                first, last = int(after[0]), int(after[-1])
+                found.append(f"wrote past the end of a {what}: bytes +{first}..+{last} after its last element "
+                             f"(elements +{first // g.itemsize + 1}..+{last // g.itemsize + 1})")
+            if before.numel():
+                first = GUARD_BYTES - int(before[0])
+                found.append(f"wrote before the start of a {what}: up to {first} bytes before its first element")
+        return found

@@ -1,0 +1,86 @@
+"""Run work in a forked child and stream its progress back, so work that kills its process (a segfault, glibc's
+abort on a smashed heap) is reported by the parent, whose process, and a notebook's kernel, live on.
+
+``check(..., isolate=True)`` uses it. A fork, not a fresh interpreter: the work is often a function of an
+extension built and loaded in this process, which cannot be pickled to another. Hence the one limit: CUDA cannot
+be used in a child forked after the parent initialised it, so CUDA work needs a parent that has not touched the
+GPU yet (``jitload check`` runs each kernel's check in a fresh process for that reason).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import signal
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+class ChildDied(RuntimeError):
+    """The child ended without a result; ``how`` says by which signal or exit code."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(f"the child process died ({how})")
+        self.how = how
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def _child(conn, work: Callable[[Callable[[Any], None]], Any]) -> None:
+    # The parent reports a crash with the case it happened in; a Python stack dump from the dying child
+    # (pytest and IPython turn faulthandler on) would only bury that.
+    faulthandler.disable()
+    # The parent's OpenMP pool does not survive a fork: a parallel region in the child waits forever on its
+    # threads (torch's DataLoader workers do the same for the same reason).
+    torch.set_num_threads(1)
+    try:
+        conn.send(("done", work(lambda event: conn.send(("event", event)))))
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[Any], None], *,
+               uses_cuda: bool = False) -> T:
+    """``work(emit)`` in a forked child; each ``emit(event)`` reaches ``on_event`` here, in order, and the
+    child's return value (picklable) is returned. Raises :class:`ChildDied` if the child dies first, and
+    RuntimeError with the child's traceback if ``work`` raises."""
+    if uses_cuda and torch.cuda.is_initialized():
+        raise RuntimeError("isolate=True forks, and a forked process cannot use CUDA once its parent has: run it "
+                           "before any CUDA work in this process, or use `jitload check` (a fresh process per "
+                           "kernel)")
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, work), daemon=True)
+    child.start()
+    send.close()  # the child holds the only writer: EOF here means it is gone
+    try:
+        while True:
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                break
+            if kind == "event":
+                on_event(payload)
+                continue
+            child.join()
+            if kind == "error":
+                raise RuntimeError(f"isolate=True: the work raised in the child process:\n{payload}")
+            return payload
+    finally:
+        receive.close()
+    child.join()
+    raise ChildDied(_death(child.exitcode))
