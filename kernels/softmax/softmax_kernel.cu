@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 
 // Vectors a thread holds: 32 elements' worth (4 of bfloat16, 8 of float32), at most 8, which fits the 64
 // registers that 1024 threads a row allow; rows longer than 1024 threads hold re-read the rest. On the H200,
-// rows of 4096 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-softmax.md): 32 elements a
-// thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16 elements (256 threads) 91-94%.
+// rows of 4096: 32 elements a thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16
+// elements (256 threads) 91-94%.
 // The scalar fallback (odd widths, unaligned rows) holds 4: with 8, ptxas spilled 8-16 bytes to the stack.
 template <int N>
 constexpr int kVPT = N == 1 ? 4 : std::min(8, 32 / N);
