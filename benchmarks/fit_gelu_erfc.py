@@ -5,7 +5,7 @@ polynomial in w = 1 / (1 + p t) (the form of Abramowitz & Stegun 7.1.26) fits it
 error over all of [0, inf): the fit is a linear program (minimax of the relative error) for each p, and p is
 scanned. Needs numpy and scipy (not the project's dependencies: run it with any Python that has them).
 
-    python3 benchmarks/probe/fit_gelu_erfc.py [--degree 6]
+    python3 benchmarks/fit_gelu_erfc.py [--degree 6]
 """
 
 import argparse
