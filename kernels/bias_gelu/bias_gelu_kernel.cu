@@ -83,7 +83,7 @@ __device__ __forceinline__ T apply(jk::acc_t<T> u, T g) {
 // One vector's result: gelu(x + bias), or grad * gelu'(x + bias) (g unused in the forward). The flat and the
 // rows kernel share it; they differ only in where their vectors are. y is an out-parameter because returning
 // it by value made ptxas reorder the 16-bit rows kernels (same instruction count, other schedule, unmeasured);
-// this form leaves the SASS of every vector kernel as measured on the H200 (cuobjdump, 2026-12-03).
+// this form leaves the SASS of every vector kernel as measured on the H200 (cuobjdump).
 template <class T, int N, bool BACKWARD, bool TANH>
 __device__ __forceinline__ void bias_gelu_vec(const jk::Vec<T, N>& x, const jk::Vec<T, N>& b, const jk::Vec<T, N>& g,
                                               jk::Vec<T, N>& y) {
@@ -225,7 +225,10 @@ constexpr int kCols = BIAS_GELU_COLS > 0 ? BIAS_GELU_COLS : sizeof(T) == 4 ? 2 :
 template <class T>
 constexpr int kRows = BIAS_GELU_ROWS > 0 ? BIAS_GELU_ROWS : sizeof(T) == 4 ? 1 : 2;
 template <class T>
-constexpr int kRowsBlock = BIAS_GELU_BLOCK > 0 ? BIAS_GELU_BLOCK : sizeof(T) == 2 ? 512 : sizeof(T) == 4 ? 128 : 256;
+constexpr int kRowsBlock = BIAS_GELU_BLOCK > 0   ? BIAS_GELU_BLOCK
+                           : sizeof(T) == 2     ? 512
+                           : sizeof(T) == 4     ? 128
+                                                : 256;
 template <class T>
 constexpr bool kTritonLoads = sizeof(T) == 4;
 
@@ -242,24 +245,23 @@ bool launch_rows(const T* a, const T* b, T* z, int64_t rows, int64_t width, cuda
     const auto kernel = rows % K == 0 && width % (int64_t(BLOCK) * C * N) == 0
                             ? bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, TANH, false>
                             : bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, TANH, true>;
-    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(a, b, z, rows, width, static_cast<unsigned>(col_blocks));
+    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(a, b, z, rows, width,
+                                                                static_cast<unsigned>(col_blocks));
     err = cudaGetLastError();
     return true;
 }
 
-// The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s
-// for 16384 x 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel
-// ran at 97.7%). Here a block covers COLS column
-// vectors, ROWL threads a column, and strides down the rows: `slots` blocks a column stretch, one wave of
-// them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk memory
-// together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
-// block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the
-// binding to sum. Groups of 64 rows a block lost 7% to the last partial wave (bfloat16 2^26), one wave of
-// contiguous groups up to 5% at float32 2^28; this stride was the fastest of the three in three of the four
-// cases (bfloat16 2^26: 0.1133-0.1145 ms against 0.1260-0.1263 and 0.1176-0.1185; grad_x's kernel then
-// torch's sum: 0.1568-0.1571) and 3.6% behind groups of 64 in the fourth (float32 2^28: 0.8044-0.8078 against
-// 0.7747-0.7769 ms). The order of every sum follows
-// from the shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
+// The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s for 16384 x
+// 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel ran at 97.7%). Here a
+// block covers COLS column vectors, ROWL threads a column, and strides down the rows: `slots` blocks a column stretch,
+// one wave of them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk
+// memory together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
+// block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the binding to sum.
+// Groups of 64 rows a block lost 7% to the last partial wave (bfloat16 2^26), one wave of contiguous groups up to 5% at
+// float32 2^28; this stride was the fastest of the three in three of the four cases (bfloat16 2^26: 0.1133-0.1145 ms
+// against 0.1260-0.1263 and 0.1176-0.1185; grad_x's kernel then torch's sum: 0.1568-0.1571) and 3.6% behind groups of
+// 64 in the fourth (float32 2^28: 0.8044-0.8078 against 0.7747-0.7769 ms). The order of every sum follows from the
+// shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
 template <class T, int N, int K, int COLS, int ROWL, bool TANH>
 __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                               const T* __restrict__ bias, T* __restrict__ out,
