@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 failed += 1
                 print(f"{label} {dtype}: failed its check, not timed: {report.summary()}", flush=True)
+        if not checked:
+            continue
         result = jitload.bench(checked, kernel.spec.make_inputs, sizes=args.sizes, dtypes=[dtype],
                                bytes_moved=kernel.spec.bytes_moved, device="cuda", progress=False)
         tables.append(f"\n## {kernel.name} {str(dtype).removeprefix('torch.')}\n\n{result.to_markdown()}\n")
