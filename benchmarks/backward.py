@@ -49,7 +49,6 @@ def main() -> None:
                                _bias_gelu_inputs, _bias_gelu_eager,
                                # reads grad and x, writes grad_x: the least any form must move. Ours on CUDA sums
                                # the bias gradient as it writes grad_x; eager and torch.compile read grad_x again
-                               # (as ours did before run 16: benchmarks/results/2026-12-03-h200-kernels/)
                                lambda n, dt: 3 * n * dt.itemsize),
     }
     lines = [f"# Backward kernels on {jitload.benchmark.device_name(device)}, torch {torch.__version__}", ""]

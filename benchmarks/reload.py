@@ -11,7 +11,7 @@ cuda_sources, and a TORCH_LIBRARY op library. Each step is timed from the call o
 result: cold, kernel-body edit, a re-save of identical bytes, a host edit (a TORCH_CHECK message). Each
 (layout, loader) pair runs in its own process, --jobs of them at once.
 
-    python benchmarks/reload.py [--jobs 8] [--out benchmarks/results/reload-MACHINE.md]
+    python benchmarks/reload.py [--jobs 8] [--out reload.md]   # then curate into benchmarks/results/MACHINE.md
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one go: doctor, the whole test suite (cuda-marked tests included), the
-# kernels' check and timing, and the reload benchmark. Outputs go to $OUT (default benchmarks/results/latest).
+# kernels' check and timing, and the reload benchmark. Outputs go to $OUT (default benchmarks/results/latest, not
+# committed: curate what matters into benchmarks/results/MACHINE.md with the command and commit).
 # Usage: bash benchmarks/run_all.sh [PART ...]   (default: tests kernels reload)
 #   prebuild     build every kernel, in parallel processes (one compiler each)
 #   tests        the whole test suite;  kerneltests  the kernel, stream and install tests only
 #   kernels      jitload bench --all --compiled (float32 and bfloat16) with a report and plots
 #   bench-NAME   the same for one kernel;  backward  benchmarks/backward.py
-#   variants     benchmarks/probe/variants.py: launch configurations of softmax, bias_gelu and rmsnorm compared
-#                ($VARIANTS: which, default softmax bias_gelu; $VARIANTS_ARGS: more of its options)
-#   inductor     benchmarks/probe/inductor_gelu.py in $INDUCTOR_RUNS (default 3) fresh processes: torch.compile's
-#                float32 bias_gelu beside ours, with Inductor's generated code and autotune choice
+#   variants     benchmarks/variants.py $VARIANTS_ARGS: a kernel's launch knobs swept, e.g.
+#                VARIANTS_ARGS="bias_gelu -D BIAS_GELU_BLOCK=128,256,512"
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
 #   reload       benchmarks/reload.py
 #   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write);
@@ -44,12 +43,13 @@ for part in "${parts[@]}"; do
                | tee "$OUT/kernels.txt" || status=1 ;;
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
-    variants) $PY benchmarks/probe/variants.py --out "$OUT" --kernels ${VARIANTS:-softmax bias_gelu} \
-                ${VARIANTS_ARGS:-} 2>&1 | tee "$OUT/variants.txt" || status=1 ;;
-    inductor)
-      for i in $(seq "${INDUCTOR_RUNS:-3}"); do
-        $PY benchmarks/probe/inductor_gelu.py --out "$OUT/inductor" 2>&1 | tee -a "$OUT/inductor.txt" || status=1
-      done ;;
+    variants)
+      if [ -z "${VARIANTS_ARGS:-}" ]; then
+        echo "variants: set VARIANTS_ARGS, e.g. 'bias_gelu -D BIAS_GELU_BLOCK=128,256'" >&2; status=2
+      else
+        # shellcheck disable=SC2086  # VARIANTS_ARGS is a list of arguments
+        $PY benchmarks/variants.py $VARIANTS_ARGS --out "$OUT/variants.md" 2>&1 | tee "$OUT/variants.txt" || status=1
+      fi ;;
     backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
     resources)
       # cuobjdump: the toolkit's, else the copy Triton ships (CPU-only boxes may have no full toolkit)

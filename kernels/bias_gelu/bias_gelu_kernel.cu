@@ -9,8 +9,22 @@
 // instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
 // Compute: SM 77%, DRAM 49%). Those dtypes use gelu_fast.cuh instead, exact to 2e-5 relative (ten times
 // below float16's half-ulp); float32 and float64 keep the libm functions. Even so the 16-bit kernels issue
-// an instruction in ~80% of cycles (Nsight Compute, benchmarks/results/2026-12-03-h200-kernels/run6-*), so
-// every instruction an element counts: see add_bias and the rows kernel.
+// an instruction in ~80% of cycles (Nsight Compute on the bfloat16 forward), so every instruction an element
+// counts: see add_bias and the rows kernel. README.md in this folder lists what else was measured and dropped.
+//
+// Launch knobs, for benchmarks/variants.py (a -D on the nvcc line sets one for every dtype; 0, the default,
+// keeps the measured shape of each dtype, kCols/kRows/kRowsBlock below): BIAS_GELU_COLS column vectors and
+// BIAS_GELU_ROWS rows a thread, BIAS_GELU_BLOCK threads a block, of the rows kernel (every row of whole
+// 16-byte vectors). tests/test_variants.py builds a variant and reads the shape off its sm_90 object.
+#ifndef BIAS_GELU_COLS
+#define BIAS_GELU_COLS 0
+#endif
+#ifndef BIAS_GELU_ROWS
+#define BIAS_GELU_ROWS 0
+#endif
+#ifndef BIAS_GELU_BLOCK
+#define BIAS_GELU_BLOCK 0
+#endif
 #include "bias_gelu.h"
 #include "gelu_fast.cuh"
 #include "gelu_math.h"
@@ -51,9 +65,9 @@ __device__ __forceinline__ void add_bias(const jk::Vec<T, N>& x, const jk::Vec<T
     }
 }
 
-template <class T, bool BACKWARD, bool TANH, bool FAST>
+template <class T, bool BACKWARD, bool TANH>
 __device__ __forceinline__ T apply(jk::acc_t<T> u, T g) {
-    if constexpr (FAST) {
+    if constexpr (kFast<T>) {
         if constexpr (BACKWARD) {
             return jk::from_acc<T>(jk::to_acc(g) * (TANH ? gelu_fast::tanh_grad(u) : gelu_fast::erf_grad(u)));
         } else {
@@ -69,14 +83,14 @@ __device__ __forceinline__ T apply(jk::acc_t<T> u, T g) {
 // One vector's result: gelu(x + bias), or grad * gelu'(x + bias) (g unused in the forward). The flat and the
 // rows kernel share it; they differ only in where their vectors are. y is an out-parameter because returning
 // it by value made ptxas reorder the 16-bit rows kernels (same instruction count, other schedule, unmeasured);
-// this form leaves the SASS of every vector kernel as measured on the H200 (cuobjdump, 2026-12-03).
-template <class T, int N, bool BACKWARD, bool TANH, bool FAST>
+// this form leaves the SASS of every vector kernel as measured on the H200 (cuobjdump).
+template <class T, int N, bool BACKWARD, bool TANH>
 __device__ __forceinline__ void bias_gelu_vec(const jk::Vec<T, N>& x, const jk::Vec<T, N>& b, const jk::Vec<T, N>& g,
                                               jk::Vec<T, N>& y) {
     jk::acc_t<T> a[N];
     add_bias(x, b, a);
 #pragma unroll
-    for (int e = 0; e < N; ++e) y.v[e] = apply<T, BACKWARD, TANH, FAST>(a[e], BACKWARD ? g.v[e] : T{});
+    for (int e = 0; e < N; ++e) y.v[e] = apply<T, BACKWARD, TANH>(a[e], BACKWARD ? g.v[e] : T{});
 }
 
 // Where a thread's vectors sit in the bias: the column of its first element and how far the column moves
@@ -88,7 +102,7 @@ struct Columns {
 
 // BACKWARD: out = grad * gelu'(x + bias); otherwise out = gelu(x + bias) (grad unused). U vectors per thread
 // per iteration, all loaded before the first is used.
-template <class T, int N, int U, bool BACKWARD, bool TANH, bool FAST = kFast<T>>
+template <class T, int N, int U, bool BACKWARD, bool TANH>
 __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
                                  T* __restrict__ out, int64_t n, Columns c) {
     const int64_t chunk = static_cast<int64_t>(blockDim.x) * N;  // from one of a thread's vectors to the next
@@ -114,7 +128,7 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
             const int64_t j = i + u * chunk;
             if (j < n) {
                 jk::Vec<T, N> r;
-                bias_gelu_vec<T, N, BACKWARD, TANH, FAST>(xv[u], bv[u], gv[u], r);
+                bias_gelu_vec<T, N, BACKWARD, TANH>(xv[u], bv[u], gv[u], r);
                 if constexpr (sizeof(r) == 16) {
                     jk::store_vec_global<N>(out + j, r);
                 } else {
@@ -127,28 +141,27 @@ __global__ void bias_gelu_kernel(const T* __restrict__ grad, const T* __restrict
     }
 }
 
-// The kernel for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns C column
+// The forward for rows of whole 16-byte vectors (width % N == 0), the common case: a thread owns C column
 // vectors (BLOCK apart, so each of a warp's loads is one coalesced stretch) in K consecutive rows. It loads its
 // C bias vectors once and needs no column arithmetic, and its C * K loads are all in flight before it
 // computes. A 1-D grid of K-row groups times col_blocks stretches of BLOCK * C vectors, in memory order (a 2-D
-// grid with the rows in x, as before run 11, sent consecutive blocks a row apart when a row took several:
-// 94.8-96.8% of the copy against 96.9-99.7% in order, float32, 2 vectors x 128 threads). No 64-bit division
-// anywhere (the flat kernel's per-thread 64-bit modulo is ~100 instructions, a cost that made one thread per
-// vector the slowest launch in bfloat16); a block divides its index by col_blocks, in 32 bits, only when a row
-// takes several blocks.
+// grid with the rows in x sent consecutive blocks a row apart when a row took several: 94.8-96.8% of the copy
+// against 96.9-99.7% in order, float32, 2 vectors x 128 threads). No 64-bit division anywhere (the flat
+// kernel's per-thread 64-bit modulo is ~100 instructions, a cost that made one thread per vector the slowest
+// launch in bfloat16); a block divides its index by col_blocks, in 32 bits, only when a row takes several.
 // No __launch_bounds__: with one (even (1024, 1)) ptxas gave the 16-bit kernels 47 registers instead of 32;
-// float32's forward shape gets 32 without it (100% occupancy, what run 11 measured; tests/test_kernels.py holds
-// it there). TRITON_LOADS: x with load_vec_global and the bias with load_vec_evict_last (jk_cuda.cuh says why).
+// float32's shape gets 32 without it (100% occupancy; tests/test_kernels.py holds it there). TRITON_LOADS: x
+// with load_vec_global and the bias with load_vec_evict_last (jk_cuda.cuh says why).
 // GUARD false: the launcher found every row and column in range (rows % K == 0, width a multiple of a block's
 // stretch), the common shape. The bounds checks split the unrolled loads and math into guarded pieces: float32's
-// exact forward is 335 SASS instructions with them, 278 without (sm_90, nvcc 13.0), near the 247 of
-// variants_gelu.cu's unguarded flat1024, which held 99.7-101.3% of the copy in the 2^28 rounds where this
-// kernel, guarded, fell 1.3-5.9% behind torch.compile (runs 19-20). 32-bit offsets saved 14 with the checks
-// and none without them (284 against 278), so the offsets stay 64-bit.
-template <class T, int N, int C, int K, int BLOCK, bool TRITON_LOADS, bool BACKWARD, bool TANH, bool GUARD,
-          bool FAST = kFast<T>>
-__global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x, const T* __restrict__ bias,
-                                      T* __restrict__ out, int64_t rows, int64_t width, unsigned col_blocks) {
+// exact forward is 335 SASS instructions with them, 278 without (sm_90, nvcc 13.0). Guarded, this kernel fell
+// 1.3-5.9% behind torch.compile in some rounds at 2^28 where an unguarded copy of Inductor's indexing held
+// 99.7-101.3% of the copy; unguarded, no such rounds were seen in 36 at 2^28 (ours and torch.compile 100.8%).
+// 32-bit offsets saved 14 instructions with the checks and none without them (284 against 278), so the
+// offsets stay 64-bit.
+template <class T, int N, int C, int K, int BLOCK, bool TRITON_LOADS, bool TANH, bool GUARD>
+__global__ void bias_gelu_rows_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ out,
+                                      int64_t rows, int64_t width, unsigned col_blocks) {
     unsigned group = blockIdx.x, col_block = 0;
     if (col_blocks > 1) {
         group = blockIdx.x / col_blocks;
@@ -157,7 +170,7 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
     const int64_t first = (static_cast<int64_t>(col_block) * BLOCK * C + threadIdx.x) * N;
     constexpr int64_t apart = int64_t(BLOCK) * N;
     const int64_t row = static_cast<int64_t>(group) * K;
-    jk::Vec<T, N> b[C], xv[K][C], gv[K][C];
+    jk::Vec<T, N> b[C], xv[K][C];
     // the bias before x, or after it with Triton's loads: each order as measured on the H200
     const auto load_bias = [&] {
 #pragma unroll
@@ -184,7 +197,6 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
                 } else {
                     xv[k][c] = jk::load_vec<N>(x + at);
                 }
-                if constexpr (BACKWARD) gv[k][c] = jk::load_vec<N>(grad + at);
             }
         }
     }
@@ -196,59 +208,61 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ grad, const T* __res
             const int64_t col = first + c * apart;
             if (!GUARD || (row + k < rows && col < width)) {
                 jk::Vec<T, N> y;
-                bias_gelu_vec<T, N, BACKWARD, TANH, FAST>(xv[k][c], b[c], gv[k][c], y);
+                bias_gelu_vec<T, N, false, TANH>(xv[k][c], b[c], xv[k][c], y);  // no grad: x stands in
                 jk::store_vec_global<N>(out + (row + k) * width + col, y);
             }
         }
     }
 }
 
-// The rows kernel's shape: column vectors and rows a thread, threads a block, loads; the best measured
-// on the H200 (runs 7-11 in benchmarks/results/2026-12-03-h200-kernels/). 16-bit: 1 x 2 rows, 512 threads,
-// 97-98% of the copy bandwidth (4 rows: 95-97%; 1 row: 92-95%). float32's forward: 2 vectors of one row, 128
-// threads, 32 registers (100% occupancy) and Triton's loads, as torch.compile's XBLOCK=1024 / 4-warp
-// kernel: 98.7-99.8% in run 11 (4 vectors, 256 threads, 56 registers: 96.8-98.3%, torch.compile 99-100%).
-// The backward's defaults (1 x 2 rows, 256 threads for float32: 93-98%, since 4 vectors with their grads take
-// 76 registers) serve only benchmarks/probe/variants.py now: production's backward is the fused kernel below.
-template <class T, bool BACKWARD>
-constexpr bool kF32Forward = sizeof(T) == 4 && !BACKWARD;
-template <class T, bool BACKWARD>
-constexpr int kCols = kF32Forward<T, BACKWARD> ? 2 : 1;
-template <class T, bool BACKWARD>
-constexpr int kRows = kF32Forward<T, BACKWARD> ? 1 : 2;
-template <class T, bool BACKWARD>
-constexpr int kRowsBlock = sizeof(T) == 2 ? 512 : kF32Forward<T, BACKWARD> ? 128 : 256;
+// The rows kernel's shape: column vectors and rows a thread, threads a block, loads; the best measured on the
+// H200 at rows of 4096. 16-bit: 1 x 2 rows, 512 threads, 97-98% of the copy bandwidth (4 rows: 95-97%; 1 row:
+// 92-95%). float32: 2 vectors of one row, 128 threads, 32 registers (100% occupancy) and Triton's loads, the
+// shape of torch.compile's XBLOCK=1024 / 4-warp kernel: 98.7-99.8% (4 vectors, 256 threads, 56 registers:
+// 96.8-98.3%). float64 was not timed. The BIAS_GELU_* knobs above replace these for every dtype.
+template <class T>
+constexpr int kCols = BIAS_GELU_COLS > 0 ? BIAS_GELU_COLS : sizeof(T) == 4 ? 2 : 1;
+template <class T>
+constexpr int kRows = BIAS_GELU_ROWS > 0 ? BIAS_GELU_ROWS : sizeof(T) == 4 ? 1 : 2;
+template <class T>
+constexpr int kRowsBlock = BIAS_GELU_BLOCK > 0   ? BIAS_GELU_BLOCK
+                           : sizeof(T) == 2     ? 512
+                           : sizeof(T) == 4     ? 128
+                                                : 256;
+template <class T>
+constexpr bool kTritonLoads = sizeof(T) == 4;
 
 // Needs width % N == 0 and 16-byte alignment; false if the grid would not fit (the caller then takes the flat
 // kernel).
-template <class T, int N, bool BACKWARD, bool TANH, int C = kCols<T, BACKWARD>, int K = kRows<T, BACKWARD>,
-          int BLOCK = kRowsBlock<T, BACKWARD>, bool TRITON_LOADS = kF32Forward<T, BACKWARD>, bool FAST = kFast<T>>
-bool launch_rows(const T* g, const T* a, const T* b, T* z, int64_t rows, int64_t width, cudaStream_t stream,
-                 cudaError_t& err) {
+template <class T, int N, bool TANH>
+bool launch_rows(const T* a, const T* b, T* z, int64_t rows, int64_t width, cudaStream_t stream, cudaError_t& err) {
+    constexpr int C = kCols<T>, K = kRows<T>, BLOCK = kRowsBlock<T>;
+    constexpr bool TRITON_LOADS = kTritonLoads<T>;
+    static_assert(BLOCK % 32 == 0 && BLOCK <= 1024 && C > 0 && K > 0, "BIAS_GELU_BLOCK: a multiple of 32, <= 1024");
     const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, int64_t(BLOCK) * C);
     const int64_t blocks = jk::ceil_div<int64_t>(rows, K) * col_blocks;
     if (blocks > 0x7fffffff) return false;
     const auto kernel = rows % K == 0 && width % (int64_t(BLOCK) * C * N) == 0
-                            ? bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, BACKWARD, TANH, false, FAST>
-                            : bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, BACKWARD, TANH, true, FAST>;
-    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(g, a, b, z, rows, width,
+                            ? bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, TANH, false>
+                            : bias_gelu_rows_kernel<T, N, C, K, BLOCK, TRITON_LOADS, TANH, true>;
+    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(a, b, z, rows, width,
                                                                 static_cast<unsigned>(col_blocks));
     err = cudaGetLastError();
     return true;
 }
 
-// The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s
-// for 16384 x 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel
-// ran at 97.7%: run 14 in benchmarks/results/2026-12-03-h200-kernels/). Here a block covers COLS column
-// vectors, ROWL threads a column, and strides down the rows: `slots` blocks a column stretch, one wave of
-// them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk memory
-// together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
-// block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the
-// binding to sum. Runs 16-18: groups of 64 rows a block lost 7% to the last partial wave (bfloat16 2^26),
-// one wave of contiguous groups up to 5% at float32 2^28; this stride was the fastest of the three in three
-// of the four cases and 3.6% behind groups of 64 in the fourth (float32 2^28). The order of every sum follows
-// from the shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
-template <class T, int N, int K, int COLS, int ROWL, bool TANH, bool FAST = kFast<T>>
+// The backward with the bias gradient fused in. Torch's sum of grad_x over rows re-read grad_x at ~2.5 TB/s for 16384 x
+// 4096 bfloat16 and cost the op a third of its time (84% of the copy, where grad_x's own kernel ran at 97.7%). Here a
+// block covers COLS column vectors, ROWL threads a column, and strides down the rows: `slots` blocks a column stretch,
+// one wave of them, each taking K * ROWL rows (K in flight a thread) in turn, so that the blocks of the wave walk
+// memory together in order. Each thread adds up the grad_x it stores (as rounded to T, in acc_t, in row order), the
+// block adds its ROWL partial sums through shared memory, and partial[slot][col] receives them for the binding to sum.
+// Groups of 64 rows a block lost 7% to the last partial wave (bfloat16 2^26), one wave of contiguous groups up to 5% at
+// float32 2^28; this stride was the fastest of the three in three of the four cases (bfloat16 2^26: 0.1133-0.1145 ms
+// against 0.1260-0.1263 and 0.1176-0.1185; grad_x's kernel then torch's sum: 0.1568-0.1571) and 3.6% behind groups of
+// 64 in the fourth (float32 2^28: 0.8044-0.8078 against 0.7747-0.7769 ms). The order of every sum follows from the
+// shape and the GPU's SM count and occupancy: the same bits on every run on one kind of GPU.
+template <class T, int N, int K, int COLS, int ROWL, bool TANH>
 __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                               const T* __restrict__ bias, T* __restrict__ out,
                                               jk::acc_t<T>* __restrict__ partial, int64_t rows, int64_t width,
@@ -282,7 +296,7 @@ __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const 
             const int64_t r = row + int64_t(k) * ROWL;
             if (r < rows) {
                 jk::Vec<T, N> y;
-                bias_gelu_vec<T, N, true, TANH, FAST>(xv[k], b, gv[k], y);
+                bias_gelu_vec<T, N, true, TANH>(xv[k], b, gv[k], y);
                 if constexpr (sizeof(y) == 16) {
                     jk::store_vec_global<N>(out + r * width + col, y);
                 } else {
@@ -313,26 +327,25 @@ __global__ void bias_gelu_backward_sum_kernel(const T* __restrict__ grad, const 
     for (int e = 0; e < N; ++e) p[e] = sum[e];
 }
 
-// The fused backward's shape: column vectors and threads a column a block, rows in flight a thread.
-template <class T>
-constexpr int kSumCols = 64;
-template <class T>
-constexpr int kSumRowLanes = 4;
-template <class T>
-constexpr int kSumK = 2;
+// The fused backward's shape: column vectors and threads a column a block, rows in flight a thread. Of the
+// shapes timed, K = 1 with 128 columns was 0.5-2% faster in float32 and 2.5-3% slower in bfloat16; one shape
+// serves all dtypes.
+constexpr int kSumCols = 64, kSumRowLanes = 4, kSumK = 2;
 
 // Blocks a column stretch (the partial sums' rows): one wave of blocks, at most one a K * ROWL rows.
-template <class T, int N, bool TANH, int K = kSumK<T>, int COLS = kSumCols<T>, int ROWL = kSumRowLanes<T>>
+template <class T, int N, bool TANH>
 int64_t sum_slots(int64_t rows, int64_t width) {
+    constexpr int K = kSumK, COLS = kSumCols, ROWL = kSumRowLanes;
     const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, COLS);
     const int64_t wave = int64_t(jk::sm_count()) *
                          jk::blocks_per_sm<bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>>(COLS * ROWL);
     return std::max<int64_t>(1, std::min<int64_t>(wave / col_blocks, jk::ceil_div<int64_t>(rows, K * ROWL)));
 }
 
-template <class T, int N, bool TANH, int K = kSumK<T>, int COLS = kSumCols<T>, int ROWL = kSumRowLanes<T>>
+template <class T, int N, bool TANH>
 cudaError_t launch_sum(const T* g, const T* a, const T* b, T* z, jk::acc_t<T>* partial, int64_t rows,
                        int64_t width, int64_t slots, cudaStream_t stream) {
+    constexpr int K = kSumK, COLS = kSumCols, ROWL = kSumRowLanes;
     const int64_t col_blocks = jk::ceil_div<int64_t>(width / N, COLS);
     bias_gelu_backward_sum_kernel<T, N, K, COLS, ROWL, TANH>
         <<<static_cast<unsigned>(slots * col_blocks), COLS * ROWL, 0, stream>>>(
@@ -341,33 +354,31 @@ cudaError_t launch_sum(const T* g, const T* a, const T* b, T* z, jk::acc_t<T>* p
 }
 
 // The flat kernel's vectors per thread per step and blocks per SM (each thread loops over the rest): the best
-// measured on the H200 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-bias_gelu.md), before
-// the rows kernel took the common case. 16-bit types: 2 and 32, 91-92% of the copy bandwidth (one thread per
-// vector pair: 83%, its 64-bit modulo costs ~100 instructions). float32: 1 and 16, 92% (2 and 16: 86%).
+// measured on the H200 at rows of 4096, before the rows kernel took the common case. 16-bit types: 2 and 32,
+// 91-92% of the copy bandwidth (one thread per vector pair, no cap: 83%, its 64-bit modulo costs ~100
+// instructions). float32: 1 and 16, 92% (2 and 16: 86%). Software prefetching of the next step's vectors
+// gained nothing (83-92%).
 template <class T>
 constexpr int kUnroll = sizeof(T) == 2 ? 2 : 1;
 template <class T>
 constexpr int kBlocksPerSM = sizeof(T) == 2 ? 32 : 16;
 
-// One launch configuration; benchmarks/probe/variants.cu calls it with others than the defaults.
-// blocks_per_sm = 0: no cap, one thread per U vectors.
-template <class T, int N, bool BACKWARD, bool TANH, int U = kUnroll<T>, bool FAST = kFast<T>>
-cudaError_t launch_config(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, cudaStream_t stream,
-                          int64_t blocks_per_sm = kBlocksPerSM<T>) {
-    constexpr int block = jk::kBlock;
-    int64_t grid = jk::ceil_div<int64_t>(n / N, int64_t(block) * U);
-    if (blocks_per_sm > 0) grid = std::min<int64_t>(grid, int64_t(jk::sm_count()) * blocks_per_sm);
+template <class T, int N, bool BACKWARD, bool TANH>
+cudaError_t launch_flat(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, cudaStream_t stream) {
+    constexpr int block = jk::kBlock, U = kUnroll<T>;
+    const int64_t grid = std::min<int64_t>(jk::ceil_div<int64_t>(n / N, int64_t(block) * U),
+                                           int64_t(jk::sm_count()) * kBlocksPerSM<T>);
     const int64_t chunk = int64_t(block) * N;
     const Columns c{width, chunk % width, (grid * chunk * U) % width};
-    bias_gelu_kernel<T, N, U, BACKWARD, TANH, FAST><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, c);
+    bias_gelu_kernel<T, N, U, BACKWARD, TANH><<<static_cast<unsigned>(grid), block, 0, stream>>>(g, a, b, z, n, c);
     return cudaGetLastError();
 }
 
 template <class T, int N, bool BACKWARD>
 cudaError_t launch_n(const T* g, const T* a, const T* b, T* z, int64_t n, int64_t width, bool tanh,
                      cudaStream_t stream) {
-    return tanh ? launch_config<T, N, BACKWARD, true>(g, a, b, z, n, width, stream)
-                : launch_config<T, N, BACKWARD, false>(g, a, b, z, n, width, stream);
+    return tanh ? launch_flat<T, N, BACKWARD, true>(g, a, b, z, n, width, stream)
+                : launch_flat<T, N, BACKWARD, false>(g, a, b, z, n, width, stream);
 }
 
 template <bool BACKWARD>
@@ -389,8 +400,8 @@ cudaError_t launch(jk::DType dtype, const void* grad, const void* x, const void*
             // bias_gelu_backward_fuses first); only a grid too large for it comes here
             if constexpr (!BACKWARD) {
                 cudaError_t err;
-                const bool done = tanh ? launch_rows<T, N, false, true>(g, a, b, z, rows, width, stream, err)
-                                       : launch_rows<T, N, false, false>(g, a, b, z, rows, width, stream, err);
+                const bool done = tanh ? launch_rows<T, N, true>(a, b, z, rows, width, stream, err)
+                                       : launch_rows<T, N, false>(a, b, z, rows, width, stream, err);
                 if (done) return err;
             }
             return launch_n<T, N, BACKWARD>(g, a, b, z, n, width, tanh, stream);
@@ -416,7 +427,7 @@ bool bias_gelu_backward_fuses(jk::DType dtype, const void* grad, const void* x, 
         using T = typename decltype(tag)::type;
         constexpr int N = jk::kVec<T>;
         // the grid is at most one wave, or one block a column stretch: fits unless that is past 2^31 - 1
-        fuses = rows > 0 && width % N == 0 && jk::ceil_div<int64_t>(width / N, kSumCols<T>) <= 0x7fffffff &&
+        fuses = rows > 0 && width % N == 0 && jk::ceil_div<int64_t>(width / N, kSumCols) <= 0x7fffffff &&
                 jk::aligned16(grad) && jk::aligned16(x) && jk::aligned16(bias) && jk::aligned16(grad_x);
         return cudaSuccess;
     });

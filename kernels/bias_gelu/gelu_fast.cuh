@@ -22,7 +22,8 @@ __device__ __forceinline__ float abs_capped(float u) { return fminf(fabsf(u), 20
 
 // 0.5 erfc(a / sqrt 2) for a >= 0, as 0.5 exp(-a^2 / 2) erfcx(t), t = a / sqrt 2, with erfcx
 // (smooth, no cancellation anywhere) fitted as w P(w), w = 1 / (1 + p t): a minimax fit of the relative
-// error (8e-6), made by benchmarks/probe/fit_gelu_erfc.py. Written in a, not t, to save the scaling multiply.
+// error (8e-6), made by benchmarks/fit_gelu_erfc.py (which also prints this formula's float32 error). Written
+// in a, not t, to save the scaling multiply.
 // e returns exp(-a^2 / 2), which the derivative reuses.
 __device__ __forceinline__ float half_erfc(float a, float& e) {
     constexpr float p = 0.447f * kSqrt1_2;

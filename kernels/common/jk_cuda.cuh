@@ -77,7 +77,7 @@ __device__ __forceinline__ void store_vec_global(T* p, const Vec<T, N>& v) {
 // makes a __restrict__ const load ld.global.nc, LDG.E.128.CONSTANT), load_vec_evict_last asks L1 and L2 to keep
 // the line (L2 through an evict_last policy). Measured on the H200 only together with 100% occupancy: bias_gelu's
 // float32 forward at 32 registers with them reached 98.7-99.8% of the copy; at 38-56 registers they cost 0-5%;
-// 32 registers without them was not measured (benchmarks/results/2026-12-03-h200-kernels/run11-occupancy/).
+// 32 registers without them was not measured.
 // Inline PTX: CUDA has no intrinsic for either.
 template <int N, class T>
 __device__ __forceinline__ Vec<T, N> load_vec_global(const T* p) {

@@ -4,10 +4,10 @@
 #include "jk_rows.cuh"
 #include "rmsnorm.h"
 
-// K: vectors of its row a thread keeps in registers between the passes (more are re-read). PLAIN: x and residual
-// through load_vec_global (a plain ld.global, as Triton emits) instead of ld.global.nc; a knob for
-// benchmarks/probe/variants.py, off in production.
-template <class T, int N, bool WARP, int K = jk::kCached, bool PLAIN = false>
+// K: vectors of its row a thread keeps in registers between the passes (more are re-read). x and residual are
+// read with ld.global.nc: Triton's plain ld.global (jk::load_vec_global) gained 0.6% at bfloat16 2^26 and lost
+// 0.1% at 2^28.
+template <class T, int N, bool WARP, int K = jk::kCached>
 __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ residual, const T* __restrict__ weight,
                                T* __restrict__ out, T* __restrict__ new_residual, int64_t rows, int64_t width,
                                double eps) {
@@ -24,10 +24,7 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
     // Pass 1: new_residual = x + residual (kept in registers for the first K vectors), sum of squares.
     jk::Vec<T, N> cached[K];
     A sum_sq = 0;
-    auto load = [](const T* q) {
-        if constexpr (PLAIN && sizeof(jk::Vec<T, N>) == 16) return jk::load_vec_global<N>(q);
-        else return jk::load_vec<N>(q);
-    };
+    auto load = [](const T* q) { return jk::load_vec<N>(q); };
     auto add_one = [&](int64_t v) {
         const jk::Vec<T, N> a = load(xr + v * N), b = load(rr + v * N);
         jk::Vec<T, N> s;
@@ -70,7 +67,7 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ re
 
 // A block per row of 16-bit 16-byte vectors holds 2 of them a thread, not kCached: at width 4096 (512 vectors)
 // 256 threads x 2 (43 registers) ran at 98.7-99.7% of the copy where 128 x 4 (54 registers) ran at 96.6-97.2%
-// and Triton's row-a-program kernel at 96.0-97.8% (H200, run 14 in benchmarks/results/2026-12-03-h200-kernels/).
+// and Triton's row-a-program kernel at 96.0-97.8% (H200).
 // float32 keeps kCached: 256 x 4 was level with the best there (98.5-99.0%). Rows of more than 2048 vectors
 // keep kCached too, so that 1024 threads still hold 4096 of them.
 template <class T, int N>

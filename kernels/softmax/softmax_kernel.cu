@@ -6,9 +6,10 @@
 // rest, mostly from L2.
 //
 // What made the bfloat16 kernel reach the copy bandwidth (74% -> 98% on the H200) was instructions, not
-// the launch shape: __expf's subnormal handling and a predicate per element for the row's end had made it
-// issue-bound (~48 instructions an element). Now: -inf padding, one FFMA + ex2.approx.ftz per exp, and two
-// cheap reductions (max, then the rescaled sums) instead of merging (max, sum) pairs pairwise.
+// the launch shape (with the old instructions it stayed at 72% whatever the threads a row): __expf's subnormal
+// handling and a predicate per element for the row's end had made it issue-bound (~48 instructions an
+// element). Now: -inf padding, one FFMA + ex2.approx.ftz per exp, and two cheap reductions (max, then the
+// rescaled sums) instead of merging (max, sum) pairs pairwise.
 #include "jk_rows.cuh"
 #include "softmax.h"
 
@@ -106,8 +107,8 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 
 // Vectors a thread holds: 32 elements' worth (4 of bfloat16, 8 of float32), at most 8, which fits the 64
 // registers that 1024 threads a row allow; rows longer than 1024 threads hold re-read the rest. On the H200,
-// rows of 4096 (benchmarks/results/2026-12-03-h200-kernels/run2-variants/variants-softmax.md): 32 elements a
-// thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16 elements (256 threads) 91-94%.
+// rows of 4096: 32 elements a thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16
+// elements (256 threads) 91-94%.
 // The scalar fallback (odd widths, unaligned rows) holds 4: with 8, ptxas spilled 8-16 bytes to the stack.
 template <int N>
 constexpr int kVPT = N == 1 ? 4 : std::min(8, 32 / N);
