@@ -1,11 +1,14 @@
-"""Notebook panels: jitload.watch rebuilds on a file change and shows errors; BenchResult.widget re-times."""
+"""Notebook panels: jitload.watch rebuilds on a file change and shows errors; BenchPanel re-times a bench result."""
 
 import time
 
+import pytest
 import torch
 from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
+from jitload.benchmark import PEAK
+from jitload.widgets import BenchPanel
 
 
 def _wait(predicate, timeout=90):
@@ -46,9 +49,12 @@ def test_bench_widget_retimes_the_chosen_point():
 
     result = jitload.bench({"add": torch.add, "mul": torch.mul}, make_inputs, sizes=(1024, 4096), device="cpu",
                            bytes_moved=lambda n, dt: 12 * n, target_ms=5, progress=False)
-    panel = result.widget()
+    panel = BenchPanel(result)
     assert panel.size.value == 4096 and set(panel.versions.value) == {"add", "mul"}
     panel.versions.value = ("mul",)
     panel.size.value = 1024
-    assert list(panel.last.table["name"]) == ["copy (peak)", "mul"]
+    assert list(panel.last.table["name"]) == [PEAK, "mul"]
     assert set(panel.last.table["size"]) == {1024}
+    # the panel is a floor above the benchmark: the result does not reach up to make one
+    with pytest.raises(AttributeError, match=r"BenchPanel\(result\)"):
+        result.widget()
