@@ -8,6 +8,7 @@ from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
 from jitload.benchmark import PEAK
+from jitload.extension import PREVIOUS_KEPT
 from jitload.widgets import BenchPanel
 
 
@@ -32,7 +33,7 @@ def test_watch_panel_rebuilds_on_change_and_shows_errors(tmp_path):
         assert ext.value() == 41
         write(tmp_path / "src" / "kernel.cpp", "int kernel_value() { return nope; }\n")
         assert _wait(lambda: "failed" in panel.status.value), panel.status.value
-        assert "previous build kept" in panel.status.value and "nope" in panel.errors.value
+        assert PREVIOUS_KEPT in panel.status.value and "nope" in panel.errors.value
         assert ext.value() == 41
         panel.log_toggle.value = True
         assert "nope" in panel.log.value and panel.log.layout.display == ""
