@@ -6,9 +6,19 @@ the 60 MB L2; after the loop one ``torch.cuda.synchronize()`` and the events are
 first call, where a ``torch.compile`` entry compiles) is run and timed separately, and the repetition count
 is chosen from it so that each measurement lasts about ``target_ms``. CPU: the same loop with
 ``time.perf_counter`` around each call (a CPU call returns when it is done) and a 64 MB buffer zeroed
-between calls. The peak is a ``copy_`` of ``bytes_moved / 2`` bytes (read + write = ``bytes_moved``), timed
-the same way on the same device. This is written by hand rather than with ``triton.testing.do_bench``
-because the copy peak must share its exact loop, and because it must also run on a CPU.
+between calls. A 64 MB zero costs milliseconds on a CPU, so the repetitions are bounded by wall time too
+(``wall_ms``, flush included): counted by kernel time alone, 1024 elements at ``target_ms=20`` ran 1000
+repetitions and 8.1 s for 66 ms measured. The peak is a ``copy_`` of ``bytes_moved / 2`` bytes (read + write =
+``bytes_moved``), timed the same way on the same device.
+
+Order. By default each contender's repetitions run one after the other. ``interleave=True`` times them in
+rounds instead, one repetition of each per round in an order rotated every round, so that a drift of the
+machine (clocks, temperature, a neighbour's load) falls on all of them alike: on an H200, timed one after the
+other, torch.compile's bias_gelu at 2^26 came out 0.5-0.6% ahead of ours in three of seven processes and level
+in the other four, with the same code each time; a gap that small needs the contenders timed in turn.
+
+This is written by hand rather than with ``triton.testing.do_bench`` because the copy peak must share its
+exact loop, and because it must also run on a CPU.
 """
 
 from __future__ import annotations
@@ -38,9 +48,9 @@ class Timing:
 
 
 class _Timer:
-    def __init__(self, device: torch.device, target_ms: float, min_reps: int, max_reps: int) -> None:
+    def __init__(self, device: torch.device, target_ms: float, min_reps: int, max_reps: int, wall_ms: float) -> None:
         self.device = device
-        self.target_ms, self.min_reps, self.max_reps = target_ms, min_reps, max_reps
+        self.target_ms, self.min_reps, self.max_reps, self.wall_ms = target_ms, min_reps, max_reps, wall_ms
         self.flush = torch.empty(FLUSH_BYTES.get(device.type, FLUSH_BYTES["cpu"]) // 4, dtype=torch.int32,
                                  device=device)
 
@@ -56,47 +66,81 @@ class _Timer:
         fn()
         return (time.perf_counter() - t0) * 1e3
 
-    def time(self, fn: Callable[[], Any]) -> Timing:
+    def _warm_up(self, fn: Callable[[], Any]) -> tuple[float, float, float]:
+        """(first call ms, kernel ms, wall ms of one repetition with its flush) from three calls."""
         first = self._once(fn)  # compiles a torch.compile entry, loads code, warms caches
-        estimate = min(self._once(fn) for _ in range(2))
-        reps = int(np.clip(self.target_ms / max(estimate, 1e-3), self.min_reps, self.max_reps))
-        times = []
+        t0 = time.perf_counter()
+        self.flush.zero_()
+        estimate = self._once(fn)
+        wall = (time.perf_counter() - t0) * 1e3
+        return first, min(estimate, self._once(fn)), wall
+
+    def _reps(self, warm: Mapping[str, tuple[float, float, float]]) -> int:
+        """One repetition count for all contenders: enough for ``target_ms`` of kernel time each, but no more
+        than fit ``wall_ms`` a contender of wall time, flushes included."""
+        by_kernel = max(self.target_ms / max(kernel, 1e-3) for _first, kernel, _wall in warm.values())
+        by_wall = self.wall_ms * len(warm) / max(sum(wall for *_, wall in warm.values()), 1e-3)
+        return int(np.clip(min(by_kernel, by_wall), self.min_reps, self.max_reps))
+
+    def time(self, fn: Callable[[], Any]) -> Timing:
+        """One contender's repetitions, one after another."""
+        return self.time_rounds({"fn": fn})["fn"]
+
+    def time_rounds(self, fns: Mapping[str, Callable[[], Any]]) -> dict[str, Timing]:
+        """Every contender's repetitions in rounds: one of each per round, the order rotated each round."""
+        warm = {name: self._warm_up(fn) for name, fn in fns.items()}
+        reps = self._reps(warm)
+        names = list(fns)
+        order = [names[(r + i) % len(names)] for r in range(reps) for i in range(len(names))]
+        times: dict[str, list[float]] = {name: [] for name in names}
         if self.device.type == "cuda":
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(reps)]
-            for start, end in events:
+            events = [(name, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for name in order]
+            for name, start, end in events:
                 self.flush.zero_()
                 start.record()
-                fn()
+                fns[name]()
                 end.record()
             torch.cuda.synchronize(self.device)
-            times = [s.elapsed_time(e) for s, e in events]
+            for name, start, end in events:
+                times[name].append(start.elapsed_time(end))
         else:
-            for _ in range(reps):
+            for name in order:
                 self.flush.zero_()
                 t0 = time.perf_counter()
-                fn()
-                times.append((time.perf_counter() - t0) * 1e3)
-        p20, p50, p80 = np.quantile(times, [0.2, 0.5, 0.8])
-        return Timing(float(p50), float(p20), float(p80), reps, first)
+                fns[name]()
+                times[name].append((time.perf_counter() - t0) * 1e3)
+        out = {}
+        for name, ts in times.items():
+            p20, p50, p80 = np.quantile(ts, [0.2, 0.5, 0.8])
+            out[name] = Timing(float(p50), float(p20), float(p80), reps, warm[name][0])
+        return out
 
 
 @dataclass
 class BenchResult:
-    """Timings as a DataFrame (``.table``), with ``.plot()`` and ``.to_markdown()``."""
+    """Timings as a DataFrame (``.table``), with ``.plot()`` and ``.to_markdown()``.
+
+    ``baseline`` names the entry the speedup column (``vs <baseline>``) divides by: 'eager' when bench was given
+    ``eager=``, else the first entry. ``jitload.widgets.BenchPanel(result)`` re-times it from a notebook.
+    """
 
     table: pd.DataFrame
     device: str
     device_name: str
     compile_seconds: dict[str, float] = field(default_factory=dict)
-    # (names, size, dtype name) -> BenchResult: the same measurement again, for widget()
+    baseline: str = ""
+    # (names, size, dtype name) -> BenchResult: the same measurement again, for jitload.widgets.BenchPanel
     rerun: Callable[[list[str], int, str], BenchResult] | None = field(default=None, repr=False)
 
-    def widget(self) -> Any:
-        """A notebook panel: pick a size, a dtype and versions; it re-times them and redraws."""
-        from .widgets import BenchPanel
+    @property
+    def speedup_column(self) -> str:
+        """The column of ``baseline``'s median over each entry's (above 1: faster than the baseline)."""
+        return f"vs {self.baseline}"
 
-        return BenchPanel(self)
+    def widget(self) -> Any:
+        # The panel lives a floor up (jitload.widgets imports this module, never the reverse).
+        raise AttributeError("BenchResult.widget() is gone: use jitload.widgets.BenchPanel(result)")
 
     def __repr__(self) -> str:
         extra = "".join(f"\n{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
@@ -116,31 +160,65 @@ class BenchResult:
         body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
         return "\n".join([header, rule, *body])
 
-    def plot(self, ax: Any = None) -> Any:
-        """GB/s against size (log x) per entry and dtype, the measured copy peak as a dashed line; or median
-        ms (log-log) when no ``bytes_moved`` was given. Returns the matplotlib Figure."""
+    def plot(self, ax: Any = None, *, title: str | None = None) -> Any:
+        """One panel per dtype: % of the copy measured in the same run against size (log x), or median ms
+        (log-log) without ``bytes_moved``. Every entry keeps one colour, line style and marker in all panels;
+        the copy is a thick black line. ``ax``: an Axes per dtype (or one Axes for all dtypes, labelled by
+        dtype). Returns the Figure; a figure made here is closed in pyplot, so that a notebook shows it once,
+        as the cell's value (``fig.savefig`` still works)."""
         import matplotlib.pyplot as plt
 
-        fig = ax.figure if ax is not None else plt.figure(figsize=(7, 4.2))
-        ax = ax or fig.add_subplot()
-        metric = "GB/s" if "GB/s" in self.table else "median_ms"
-        styles = ["-", "--", ":", "-."]
-        for (name, dtype), group in self.table.groupby(["name", "dtype"], sort=False):
-            is_peak = name == PEAK
-            dstyle = styles[sorted(self.table["dtype"].unique()).index(dtype) % len(styles)]
-            ax.plot(group["size"], group[metric], marker="" if is_peak else "o",
-                    linestyle="--" if is_peak else dstyle, color="black" if is_peak else None,
-                    label=f"{name} ({dtype})")
-        ax.set_xscale("log", base=2)
-        if metric == "median_ms":
-            ax.set_yscale("log")
-        ax.set_xlabel("elements")
-        ax.set_ylabel("GB/s (bytes read + written / median time)" if metric == "GB/s" else "median ms")
-        ax.set_title(f"{self.device_name}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
+        dtypes = list(dict.fromkeys(self.table["dtype"]))
+        percent = "% of peak" in self.table
+        metric = "% of peak" if percent else "median_ms"
+        made = ax is None
+        if made:
+            fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes) + 1.5, 4.2), squeeze=False,
+                                     sharey=True)
+            axes = list(axes[0])
+        else:
+            axes = list(ax) if isinstance(ax, (list, tuple, np.ndarray)) else [ax] * len(dtypes)
+            if len(axes) != len(dtypes):
+                raise ValueError(f"plot(ax=...) needs one Axes per dtype ({len(dtypes)}), got {len(axes)}")
+            fig = axes[0].figure
+        names = [n for n in dict.fromkeys(self.table["name"]) if n != PEAK]
+        styles = {name: _style(i) for i, name in enumerate(names)}
+        styles[PEAK] = {"color": "black", "linestyle": "-", "linewidth": 2.5, "marker": "", "alpha": 0.6}
+        shared = len(set(map(id, axes))) < len(axes)
+        for a, dtype in zip(axes, dtypes, strict=True):
+            group = self.table[self.table["dtype"] == dtype]
+            for name in ([PEAK] if PEAK in set(group["name"]) else []) + names:
+                rows = group[group["name"] == name]
+                if rows.empty or (percent and rows[metric].isna().all()):
+                    continue
+                label = f"{name} ({dtype})" if shared else name
+                a.plot(rows["size"], rows[metric], label=label, **styles[name])
+            a.set_xscale("log", base=2)
+            if not percent:
+                a.set_yscale("log")
+            a.set_xlabel("elements")
+            a.set_title(", ".join(dtypes) if shared else dtype)
+            a.grid(True, alpha=0.3)
+        axes[0].set_ylabel("% of the copy (bytes moved / median time)" if percent else "median ms")
+        axes[-1].legend(fontsize=8)
+        if made:
+            fig.suptitle(title or self.device_name)
+            fig.tight_layout()
+            plt.close(fig)
+        elif title:
+            fig.suptitle(title)
         return fig
+
+
+_COLORS = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9"]
+_LINES = ["-", "--", "-.", ":"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+
+
+def _style(i: int) -> dict[str, Any]:
+    """The i-th entry's line: colour, line style and marker all change from one entry to the next."""
+    return {"color": _COLORS[i % len(_COLORS)], "linestyle": _LINES[i % len(_LINES)],
+            "marker": _MARKERS[i % len(_MARKERS)], "markersize": 5}
 
 
 def fmt(value: Any) -> str:
@@ -157,6 +235,11 @@ def device_name(device: torch.device) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """'float32' for torch.float32: how every table names a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
 def bench(
     fns: Mapping[str, Callable[..., Any]],
     make_inputs: Callable[[int, torch.dtype, torch.device], tuple],
@@ -169,7 +252,9 @@ def bench(
     eager: Callable[..., Any] | None = None,
     compiled: bool = False,
     peak: bool = True,
+    interleave: bool = False,
     target_ms: float = 100.0,
+    wall_ms: float | None = None,
     min_reps: int = 10,
     max_reps: int = 1000,
     progress: bool = True,
@@ -179,7 +264,11 @@ def bench(
     ``eager=reference`` adds it as an entry named 'eager'; ``compiled=True`` adds 'torch.compile' (of
     ``eager``), whose first calls, where it compiles, are reported in ``compile_seconds`` and not in the
     medians. The table has median/p20/p80 ms, GB/s and % of the copy peak (with ``bytes_moved``), GFLOP/s
-    (with ``flops``) and the speedup of each entry's median over the first entry's.
+    (with ``flops``) and ``vs <baseline>``: the baseline's median over each entry's, where the baseline is
+    'eager' when given, else the first entry. ``interleave=True`` times the contenders (the copy too) in
+    rounds, one repetition of each per round, instead of one after another. Repetitions stop at
+    ``target_ms`` of measured time or ``wall_ms`` of wall time per contender (default ``5 * target_ms``),
+    whichever comes first, and never below ``min_reps``.
     """
     from tqdm.auto import tqdm
 
@@ -195,48 +284,66 @@ def bench(
         raise ValueError("bench() needs at least one function")
     if any(s < 0 for s in sizes):
         raise ValueError(f"sizes must be non-negative, got {list(sizes)}")
-    timer = _Timer(device, target_ms, min_reps, max_reps)
+    timer = _Timer(device, target_ms, min_reps, max_reps, 5 * target_ms if wall_ms is None else wall_ms)
     rows, compile_s = [], dict.fromkeys(["torch.compile"] if compiled else [], 0.0)
-    steps = len(sizes) * len(dtypes) * (len(entries) + (1 if peak and bytes_moved else 0))
+    with_peak = bool(peak and bytes_moved)
+    steps = len(sizes) * len(dtypes) * (1 if interleave else len(entries) + with_peak)
     # delay: the bar appears only for sweeps that last more than a couple of seconds.
     with tqdm(total=steps, desc="bench", delay=2.0, disable=not progress, leave=False) as bar:
         for dtype in dtypes:
-            dname = str(dtype).removeprefix("torch.")
+            dname = dtype_name(dtype)
             for size in sizes:
                 inputs = tuple(make_inputs(size, dtype, device))
                 nbytes = bytes_moved(size, dtype) if bytes_moved else None
+                nflops = flops(size, dtype) if flops else None
+                contenders = {name: (lambda fn=fn, inputs=inputs: fn(*inputs)) for name, fn in entries.items()}
+                copy_bytes = 0
+                if with_peak and nbytes:
+                    copy, copy_bytes = _copy(nbytes, device)
+                    contenders = {PEAK: copy, **contenders}
+                if interleave:
+                    bar.set_postfix_str(f"{dname} {size} in rounds")
+                    timings = timer.time_rounds(contenders)
+                    bar.update()
+                else:
+                    timings = {}
+                    for name, fn in contenders.items():
+                        bar.set_postfix_str(f"{name} {dname} {size}")
+                        timings[name] = timer.time(fn)
+                        bar.update()
                 peak_gbs = None
-                if peak and nbytes:
-                    half = max(nbytes // 2, 1)
-                    # float32 elements when the byte count allows: the widest copy torch's kernels use
-                    src = (torch.randn(half // 4, device=device) if half % 4 == 0 else
-                           torch.randint(0, 255, (half,), dtype=torch.uint8, device=device))
-                    dst = torch.empty_like(src)
-                    t = timer.time(lambda src=src, dst=dst: dst.copy_(src))
-                    peak_gbs = 2 * src.numel() * src.element_size() / (t.median_ms * 1e-3) / 1e9
-                    rows.append(_row(PEAK, device, size, dname, t, nbytes, None, peak_gbs))
-                    del src, dst
-                    bar.update()
-                for name, fn in entries.items():
-                    bar.set_postfix_str(f"{name} {dname} {size}")
-                    t = timer.time(lambda fn=fn, inputs=inputs: fn(*inputs))
+                if PEAK in timings:
+                    peak_gbs = copy_bytes / (timings[PEAK].median_ms * 1e-3) / 1e9
+                    rows.append(_row(PEAK, device, size, dname, timings[PEAK], nbytes, None, peak_gbs))
+                for name in entries:
                     if name in compile_s:
-                        compile_s[name] += t.first_ms / 1e3
-                    rows.append(_row(name, device, size, dname, t, nbytes, flops(size, dtype) if flops else None,
-                                     peak_gbs))
-                    bar.update()
+                        compile_s[name] += timings[name].first_ms / 1e3
+                    rows.append(_row(name, device, size, dname, timings[name], nbytes, nflops, peak_gbs))
+                del contenders  # the copy's buffers go before the next size's are made
     table = pd.DataFrame(rows)
-    first = next(iter(entries))
-    base = table[table["name"] == first].set_index(["size", "dtype"])["median_ms"]
-    table["speedup"] = [base.get((s, d), np.nan) / m for s, d, m in zip(table["size"], table["dtype"],
-                                                                          table["median_ms"], strict=True)]
-    table.loc[table["name"] == PEAK, "speedup"] = np.nan
-    def rerun(names: list[str], size: int, dtype_name: str) -> BenchResult:
-        return bench({n: entries[n] for n in names}, make_inputs, sizes=[size], dtypes=[getattr(torch, dtype_name)],
-                     bytes_moved=bytes_moved, flops=flops, device=device, peak=peak, target_ms=target_ms,
-                     min_reps=min_reps, max_reps=max_reps, progress=False)
+    baseline = "eager" if eager is not None else next(iter(entries))
+    base = table[table["name"] == baseline].set_index(["size", "dtype"])["median_ms"]
+    column = f"vs {baseline}"
+    table[column] = [base.get((s, d), np.nan) / m if m > 0 else np.nan
+                     for s, d, m in zip(table["size"], table["dtype"], table["median_ms"], strict=True)]
+    table.loc[table["name"] == PEAK, column] = np.nan
 
-    return BenchResult(table, device.type, device_name(device), compile_s, rerun)
+    def rerun(names: list[str], size: int, dname: str) -> BenchResult:
+        return bench({n: entries[n] for n in names}, make_inputs, sizes=[size], dtypes=[getattr(torch, dname)],
+                     bytes_moved=bytes_moved, flops=flops, device=device, peak=peak, interleave=interleave,
+                     target_ms=target_ms, wall_ms=wall_ms, min_reps=min_reps, max_reps=max_reps, progress=False)
+
+    return BenchResult(table, device.type, device_name(device), compile_s, baseline, rerun)
+
+
+def _copy(nbytes: int, device: torch.device) -> tuple[Callable[[], Any], int]:
+    """The copy peak's contender for a kernel that moves ``nbytes``, and the bytes the copy moves."""
+    half = max(nbytes // 2, 1)
+    # float32 elements when the byte count allows: the widest copy torch's kernels use
+    src = (torch.randn(half // 4, device=device) if half % 4 == 0 else
+           torch.randint(0, 255, (half,), dtype=torch.uint8, device=device))
+    dst = torch.empty_like(src)
+    return (lambda: dst.copy_(src)), 2 * src.numel() * src.element_size()
 
 
 def _row(name, device, size, dname, t: Timing, nbytes, nflops, peak_gbs) -> dict:

@@ -34,7 +34,7 @@ def _selected(args: argparse.Namespace) -> list[kernels.Kernel]:
 
 
 def _dtypes(args: argparse.Namespace, kernel: kernels.Kernel) -> list[torch.dtype]:
-    supported = list(kernel.spec.DTYPES)
+    supported = list(kernel.spec.dtypes)
     if not getattr(args, "dtype", None):
         return supported
     asked = [DTYPES[d] for d in args.dtype]
@@ -65,20 +65,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace):
     """Build the kernel and check each of its functions (versions, then baselines such as Triton)."""
-    from .checker import check
-
     ext = _build(kernel, args.verbose)
     ours = kernel.functions(ext)
     fns = {**ours, **kernel.baselines(device)}
     progress = ProgressFile(args.progress) if getattr(args, "progress", None) else None
     reports = {}
     for name, fn in fns.items():
-        reports[name] = check(fn, kernel.reference, kernel.spec.make_inputs,
-                              sizes=getattr(kernel.spec, "CHECK_SIZES", None), dtypes=_dtypes(args, kernel),
-                              device=device, grad=name in ours and getattr(kernel.spec, "GRAD", False),
-                              tolerances=getattr(kernel.spec, "TOLERANCES", None),
-                              on_case=None if progress is None else functools.partial(progress.write, name),
-                              guards=not getattr(args, "no_guards", False))
+        reports[name] = kernel.check(fn, device=device, dtypes=_dtypes(args, kernel), grad=name in ours,
+                                     on_case=None if progress is None else functools.partial(progress.write, name),
+                                     guards=not getattr(args, "no_guards", False))
         print(f"{name}: check {reports[name]!r}")
     return fns, reports
 
@@ -118,16 +113,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for name in failed:
             print(f"{name}: not timed, since its check failed")
         timed = {name: fn for name, fn in fns.items() if name not in failed}
-        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.BENCH_SIZES[
-            device.type], dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
-            eager=kernel.reference, compiled=args.compiled)
+        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.bench_sizes[device.type],
+                       dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
+                       eager=kernel.reference, compiled=args.compiled)
         print(result)
         if not (args.plot or args.report):
             continue
-        import matplotlib.pyplot as plt
-
-        figure = result.plot()
-        figure.axes[0].set_title(f"{kernel.name} on {result.device_name}")
+        figure = result.plot(title=f"{kernel.name} on {result.device_name}")
         if args.plot:
             path = args.plot if len(selected) == 1 else f"{os.path.splitext(args.plot)[0]}-{kernel.name}.png"
             figure.savefig(path, dpi=120)
@@ -139,7 +131,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
                        result.to_markdown(), "",
                        *(f"{n}: compilation took {s:.1f} s (not in the medians)." for n, s in
                          result.compile_seconds.items()), "", f"![{kernel.name}]({kernel.name}.png)", ""]
-        plt.close(figure)
     if args.report:
         head = [f"# jitload bench report, {datetime.date.today().isoformat()}", "",
                 f"- device: {device_name(device)}", f"- torch {torch.__version__}, CUDA {torch.version.cuda}",

@@ -2,10 +2,10 @@
 
 A handle (:class:`Extension`) is one per build directory and process: calling ``load`` again with the same
 name returns the same object, brought up to date, so every reference a notebook holds sees the new code.
-What "changed" means is recorded in ``jitload.json`` beside the build: the build key (sources, flags,
-compilers, CUDA_HOME, arch list, versions) and a content fingerprint of every source and user header the
-compilers reported (:mod:`jitload.fingerprint`). When both match, ``load`` returns without starting any
-process, however often the files were re-saved.
+What "changed" means is recorded in ``jitload.json`` beside the build (:mod:`jitload.manifest`): the build key
+(sources, flags, compilers, CUDA_HOME, arch list, versions) and a content fingerprint of every source and
+user header the compilers reported (:mod:`jitload.fingerprint`). When both match, ``load`` returns without
+starting any process, however often the files were re-saved.
 
 A change reaches the process by one of two paths, and ``ext.info`` says which ran:
 
@@ -29,14 +29,14 @@ import time
 import types
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from . import build, compiler_probe, devicecode, fingerprint, swap, toolchain, trust
+from . import build, compiler_probe, devicecode, fingerprint, manifest, swap, toolchain, trust
 from .errors import BuildError
 from .lock import build_lock
 
-MANIFEST = "jitload.json"
+PREVIOUS_KEPT = "previous build kept"  # what every interface says when a rebuild fails over a loaded one
 _CUDA_SUFFIXES = (".cu", ".cuh")
 _DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
@@ -57,6 +57,13 @@ class BuildSpec:
     with_cuda: bool = False
     build_directory: str = ""
     python_module: bool = True  # False: an op library (TORCH_LIBRARY), loaded with torch.ops.load_library
+
+    def torch_args(self) -> dict[str, Any]:
+        """The eight build arguments of torch's ``load()`` (and of :func:`jitload.build.write_ninja_file`)."""
+        return {"name": self.name, "sources": list(self.sources), "extra_cflags": list(self.extra_cflags),
+                "extra_cuda_cflags": list(self.extra_cuda_cflags), "extra_ldflags": list(self.extra_ldflags),
+                "extra_include_paths": list(self.extra_include_paths), "build_directory": self.build_directory,
+                "with_cuda": self.with_cuda}
 
     def key(self) -> str:
         fields = [self.name, self.sources, self.extra_cflags, self.extra_cuda_cflags, self.extra_ldflags,
@@ -83,45 +90,13 @@ class BuildInfo:
 
     def __str__(self) -> str:
         if self.status == "failed":
-            return f"failed after {self.seconds:.2f} s (previous build kept)" if self.module_name else "failed"
+            return f"failed after {self.seconds:.2f} s ({PREVIOUS_KEPT})" if self.module_name else "failed"
         why = f" ({self.reason})" if self.reason else ""
         what = {"built": f"full rebuild {self.seconds:.2f} s, {self.commands} commands{why}",
                 "swapped": f"kernel swap ({self.kernels} kernel{'s' * (self.kernels != 1)}) {self.seconds:.2f} s",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
         return f"{what} -> {self.module_name}"
-
-
-@dataclass
-class _State:
-    key: str = ""
-    tag: str = ""
-    files: fingerprint.Record = field(default_factory=dict)
-    hosts: dict[str, str | None] = field(default_factory=dict)  # device-capable file -> host view (None: unsure)
-    units: dict[str, list[str]] = field(default_factory=dict)  # .cu source -> the user headers it includes
-
-
-def _read_manifest(build_directory: str) -> _State:
-    try:
-        with open(os.path.join(build_directory, MANIFEST)) as f:
-            data = json.load(f)
-        return _State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()},
-                      dict(data.get("hosts", {})), {k: list(v) for k, v in data.get("units", {}).items()})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return _State()
-
-
-def _write_manifest(build_directory: str, state: _State) -> None:
-    path = os.path.join(build_directory, MANIFEST)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump({"key": state.key, "tag": state.tag, "files": state.files, "hosts": state.hosts,
-                   "units": state.units}, f, indent=1)
-    os.replace(tmp, path)  # a reader never sees half a manifest
-
-
-def _up_to_date(state: _State, key: str) -> bool:
-    return bool(state.tag) and state.key == key and not fingerprint.changed(state.files)
 
 
 def _label(path: str) -> str:
@@ -181,7 +156,7 @@ class Extension:
         self._spec = spec
         self._verbose = verbose
         self._module: types.ModuleType | None = None
-        self._state = _State()
+        self._state = manifest.State()
         self._texts: dict[str, str] = {}  # what the loaded code was built from, for "what changed" messages
         self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
         self._lock = threading.RLock()
@@ -312,9 +287,9 @@ class Extension:
         spec, directory = self._spec, self._spec.build_directory
         trust.private_dir(directory)
         with build_lock(directory):
-            state = _read_manifest(directory)
+            state = manifest.read(directory)
             library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
-            if not force and _up_to_date(state, key) and os.path.exists(library):
+            if not force and state.up_to_date(key) and os.path.exists(library):
                 self._texts = {p: t for p in state.hosts if (t := _read_text(p)) is not None}
                 self._adopt(state, library, BuildInfo("loaded", 0.0), start)
                 return
@@ -324,9 +299,7 @@ class Extension:
                               "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
             # Fingerprint before compiling: a file saved during the build must look changed next time.
             before = fingerprint.take((*spec.sources, *state.files))
-            objects = build.write_ninja_file(directory, spec.name, list(spec.sources), list(spec.extra_cflags),
-                                             list(spec.extra_cuda_cflags), list(spec.extra_ldflags),
-                                             list(spec.extra_include_paths), spec.with_cuda)
+            objects = build.write_ninja_file(**spec.torch_args())
             compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
             if compiled.returncode != 0:
                 raise BuildError(spec.name, compiled.output, directory, os.path.join(directory, build.LOG_FILE))
@@ -340,14 +313,14 @@ class Extension:
                     raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
                 commands += linked.commands
             new_state = self._describe(key, tag, objects, before)
-            _write_manifest(directory, new_state)
+            manifest.write(directory, new_state)
             build.prune_libraries(directory, spec.name, keep=os.path.basename(library))
             status = "built" if commands else ("loaded" if self._module is None or
                                                self._module.__file__ != library else "unchanged")
             info = BuildInfo(status, 0.0, commands, reason=reason if status == "built" else "")
             self._adopt(new_state, library, info, start)
 
-    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record) -> _State:
+    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record) -> manifest.State:
         """The manifest of a finished build: fingerprints as taken before it, host views, each unit's headers."""
         spec, directory = self._spec, self._spec.build_directory
         paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
@@ -360,9 +333,9 @@ class Extension:
                 if src.endswith(".cu") and obj:
                     units[src] = [h for h in build.user_dependencies(directory, [obj]) if h != src]
         self._texts = {p: t for p, t in texts.items() if t is not None}
-        return _State(key, tag, files, hosts, units)
+        return manifest.State(key, tag, files, hosts, units)
 
-    def _adopt(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
+    def _adopt(self, state: manifest.State, library: str, info: BuildInfo, start: float) -> None:
         name = self._spec.name
         module_name = f"{name}_{state.tag}"
         if not self._spec.python_module:
@@ -392,7 +365,7 @@ class Extension:
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
 
-    def _adopt_library(self, state: _State, library: str, info: BuildInfo, start: float) -> None:
+    def _adopt_library(self, state: manifest.State, library: str, info: BuildInfo, start: float) -> None:
         """Load an op library. Its TORCH_LIBRARY block can register its namespace once per process, so a
         library whose host code changed is built for the next process but not loaded into this one."""
         module_name = f"{self._spec.name}_{state.tag}"
@@ -410,7 +383,7 @@ class Extension:
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
 
-    def _relink(self, state: _State, info: BuildInfo) -> tuple[_State, str]:
+    def _relink(self, state: manifest.State, info: BuildInfo) -> tuple[manifest.State, str]:
         spec, directory = self._spec, self._spec.build_directory
         for n in itertools.count(1):
             tag = hashlib.sha256(f"{state.tag}/{n}".encode()).hexdigest()[:len(state.tag)]
@@ -459,8 +432,11 @@ def _unsupported(kwargs: dict[str, Any]) -> None:
         raise NotImplementedError("jitload builds C++ and CUDA extensions; SYCL is not supported")
 
 
-def _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory,
-          with_cuda, python_module: bool = True) -> BuildSpec:
+def _spec(name: str, sources: str | Sequence[str], *, extra_cflags: Sequence[str] | None = None,
+          extra_cuda_cflags: Sequence[str] | None = None, extra_ldflags: Sequence[str] | None = None,
+          extra_include_paths: Sequence[str] | None = None, build_directory: str | None = None,
+          with_cuda: bool | None = None, python_module: bool = True) -> BuildSpec:
+    """torch's build arguments, checked and made absolute: the one place that reads them."""
     _check_name(name)
     source_list = [os.path.abspath(s) for s in _as_list(sources)]
     if not source_list:
@@ -490,8 +466,9 @@ def prepare(
 ) -> Extension:
     """The handle :func:`load` would return, not built yet: ``.reload()`` builds it (a watcher wants the
     first build's errors shown like any later one's)."""
-    spec = _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
-                 build_directory, with_cuda)
+    spec = _spec(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
+                 extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                 build_directory=build_directory, with_cuda=with_cuda)
     return _handle(spec, verbose)
 
 
@@ -518,28 +495,24 @@ def load(
     (with the CUDA_HOME and arch fixes).
     """
     _unsupported(kwargs)
-    spec = _spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
-                 build_directory, with_cuda, python_module=is_python_module)
+    spec = _spec(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
+                 extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                 build_directory=build_directory, with_cuda=with_cuda, python_module=is_python_module)
     if is_standalone:
-        return _torch_load(name, list(spec.sources), extra_cflags, extra_cuda_cflags, extra_ldflags,
-                           extra_include_paths, spec.build_directory, verbose, spec.with_cuda, is_python_module,
-                           is_standalone)
+        return _torch_load(spec, verbose, is_standalone)
     return _handle(spec, verbose).reload()
 
 
-def _torch_load(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, directory,
-                verbose, with_cuda, is_python_module, is_standalone):
+def _torch_load(spec: BuildSpec, verbose: bool, is_standalone: bool) -> types.ModuleType | str | None:
     cpp_extension = toolchain.cpp_extension()
-    cuda_flags = _as_list(extra_cuda_cflags)
-    if with_cuda:
+    cuda_flags = list(spec.extra_cuda_cflags)
+    if spec.with_cuda:
         toolchain.ensure_torch_cuda_home()
         cuda_flags += toolchain.default_arch_flags(cuda_flags)
-    trust.private_dir(directory)
-    with build_lock(directory):
-        return cpp_extension.load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=cuda_flags,
-                                  extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-                                  build_directory=directory, verbose=verbose, with_cuda=with_cuda,
-                                  is_python_module=is_python_module, is_standalone=is_standalone)
+    trust.private_dir(spec.build_directory)
+    with build_lock(spec.build_directory):
+        return cpp_extension.load(**{**spec.torch_args(), "extra_cuda_cflags": cuda_flags}, verbose=verbose,
+                                  is_python_module=spec.python_module, is_standalone=is_standalone)
 
 
 def _write_if_changed(path: str, text: str) -> None:

@@ -1,11 +1,8 @@
-"""The kernel folders under ``kernels/``: find them, read their spec, build them with jitload.
+"""The kernel folders under ``kernels/``: find them, read their spec, build and check them with jitload.
 
-A kernel folder holds ``spec.py`` with: ``NAME`` (the extension), ``SOURCES`` and ``CUDA_SOURCES`` (the
-latter compiled when a CUDA toolkit is present, with ``-DJITLOAD_WITH_CUDA``), ``FUNCTION`` (the one to
-check), ``reference_<folder>``, ``make_inputs(size, dtype, device)``, ``bytes_moved(size, dtype)``,
-``DTYPES`` and ``BENCH_SIZES`` (per device type); optionally ``CHECK_SIZES``, ``TOLERANCES``, ``GRAD`` and
-``candidates(ext)``: the functions to check and time by name (the kernel's versions, its registered op),
-``FUNCTION`` alone otherwise. Headers shared by all kernels live in ``kernels/common``, on every include path.
+A kernel folder holds ``spec.py`` (read into a :class:`jitload.spec.KernelSpec`: what it must and may declare
+is listed there) beside its sources. Headers shared by all kernels live in ``kernels/common``, on every include
+path. The kernel list is what :func:`names` finds on disk, never a list written out elsewhere.
 """
 
 from __future__ import annotations
@@ -14,12 +11,16 @@ import importlib.util
 import os
 import sys
 import types
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from . import toolchain
+from .checker import CheckReport, check
 from .extension import Extension, prepare
+from .spec import KernelSpec, from_module
 
 CUDA_DEFINE = "-DJITLOAD_WITH_CUDA"
 COMMON = "common"  # kernels/common: shared headers, not a kernel
@@ -27,15 +28,20 @@ COMMON = "common"  # kernels/common: shared headers, not a kernel
 
 @dataclass(frozen=True)
 class Kernel:
-    """One kernel folder and its spec module."""
+    """One kernel folder and its spec."""
 
     name: str
     folder: str
-    spec: types.ModuleType
+    spec: KernelSpec
 
     @property
-    def reference(self):
-        return getattr(self.spec, f"reference_{self.name}")
+    def module(self) -> types.ModuleType | None:
+        """The folder's spec.py as a module, for the kernel's own helpers."""
+        return self.spec.module
+
+    @property
+    def reference(self) -> Callable[..., Any]:
+        return self.spec.reference
 
     @property
     def common_dir(self) -> str:
@@ -43,25 +49,34 @@ class Kernel:
 
     def functions(self, ext: Extension) -> dict:
         """The spec's ``candidates(ext)``, or ``{name: ext.FUNCTION}``; the first is the kernel's main one."""
-        if hasattr(self.spec, "candidates"):
+        if self.spec.candidates is not None:
             return dict(self.spec.candidates(ext))
-        return {self.name: getattr(ext, self.spec.FUNCTION)}
+        return {self.name: getattr(ext, self.spec.function)}
 
     def baselines(self, device: torch.device) -> dict:
         """The spec's ``baselines(device)``: other implementations to time and check beside ours (Triton)."""
-        return dict(self.spec.baselines(device)) if hasattr(self.spec, "baselines") else {}
+        return dict(self.spec.baselines(device)) if self.spec.baselines is not None else {}
+
+    def check(self, fn: Callable[..., Any], *, device: str | torch.device | None = None,
+              dtypes: Sequence[torch.dtype] | None = None, grad: bool | None = None, **kwargs: Any) -> CheckReport:
+        """:func:`jitload.check` of ``fn`` against the reference, with the spec's inputs, sizes, dtypes,
+        tolerances and gradient check (``grad=False`` skips it, for a baseline that has no backward)."""
+        return check(fn, self.spec.reference, self.spec.make_inputs, sizes=self.spec.check_sizes,
+                     dtypes=list(dtypes if dtypes is not None else self.spec.dtypes), device=device,
+                     grad=self.spec.grad if grad is None else grad and self.spec.grad,
+                     tolerances=self.spec.tolerances, **kwargs)
 
     def sources(self, with_cuda: bool) -> list[str]:
-        names = list(self.spec.SOURCES) + (list(getattr(self.spec, "CUDA_SOURCES", [])) if with_cuda else [])
+        names = list(self.spec.sources) + (list(self.spec.cuda_sources) if with_cuda else [])
         return [os.path.join(self.folder, n) for n in names]
 
     def extension(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
         """The kernel's extension handle, not yet built; CUDA sources are included when nvcc exists."""
         if with_cuda is None:
-            with_cuda = bool(getattr(self.spec, "CUDA_SOURCES", None)) and toolchain.find_cuda_home() is not None
+            with_cuda = bool(self.spec.cuda_sources) and toolchain.find_cuda_home() is not None
         flags = ["-O3", CUDA_DEFINE] if with_cuda else ["-O3"]
         includes = [self.common_dir] if os.path.isdir(self.common_dir) else []
-        return prepare(self.spec.NAME, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
+        return prepare(self.spec.name, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,
                        extra_include_paths=includes, with_cuda=with_cuda, verbose=verbose)
 
     def build(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
@@ -120,34 +135,41 @@ def default_kernels_dir() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 
 
-def _load_spec(folder: str) -> types.ModuleType:
+def _load(folder: str) -> Kernel:
     name = os.path.basename(folder)
     spec = importlib.util.spec_from_file_location(f"jitload_kernel_spec_{name}", os.path.join(folder, "spec.py"))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot read {folder}/spec.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    return Kernel(name, folder, from_module(module, name))
 
 
-def discover(root: str | None = None) -> dict[str, Kernel]:
-    """Every folder under ``root`` that has a spec.py, by name."""
+def _root(root: str | None) -> str:
     root = root or default_kernels_dir()
     if not os.path.isdir(root):
         raise FileNotFoundError(f"no kernels folder at {root} (set JITLOAD_KERNELS or run from the repository)")
-    found = {}
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "spec.py")):
-            found[entry.name] = Kernel(entry.name, entry.path, _load_spec(entry.path))
-    return found
+    return root
+
+
+def names(root: str | None = None) -> list[str]:
+    """The kernels under ``root`` (default: :func:`default_kernels_dir`): every folder with a spec.py, sorted.
+    Reads no spec, so tests can parametrise over it at collection time."""
+    root = _root(root)
+    return sorted(e.name for e in os.scandir(root) if e.is_dir() and os.path.isfile(os.path.join(e.path, "spec.py")))
+
+
+def discover(root: str | None = None) -> dict[str, Kernel]:
+    """Every kernel under ``root``, by name, its spec read."""
+    root = _root(root)
+    return {name: _load(os.path.join(root, name)) for name in names(root)}
 
 
 def get(name_or_path: str) -> Kernel:
     """A kernel by folder name, or by a path to its folder."""
     if os.path.isdir(name_or_path) and os.path.isfile(os.path.join(name_or_path, "spec.py")):
-        folder = os.path.abspath(name_or_path)
-        return Kernel(os.path.basename(folder), folder, _load_spec(folder))
-    kernels = discover()
-    if name_or_path not in kernels:
-        raise KeyError(f"no kernel named {name_or_path!r}; known: {', '.join(kernels) or 'none'}")
-    return kernels[name_or_path]
+        return _load(os.path.abspath(name_or_path))
+    known = names()
+    if name_or_path not in known:
+        raise KeyError(f"no kernel named {name_or_path!r}; known: {', '.join(known) or 'none'}")
+    return _load(os.path.join(_root(None), name_or_path))

@@ -50,10 +50,10 @@ def status_line(ext: Extension) -> str:
     return f"{ext.name}: {ext.info}"
 
 
-def _show_failure(err: BuildError, previous: Extension | None) -> None:
-    kept = " The previous build is still loaded." if previous is not None and previous.info and \
-        previous.info.module_name else ""
-    display(HTML(err._repr_html_() + (f"<p>{html.escape(kept)}</p>" if kept else "")))
+def _show_failure(err: BuildError, ext: Extension | None) -> None:
+    """The compiler's errors, then what the handle holds now (``build failed ... (previous build kept)``)."""
+    status = f"<p>{html.escape(f'{ext.name}: build {ext.info}')}</p>" if ext is not None and ext.info else ""
+    display(HTML(err._repr_html_() + status))
 
 
 @magics_class

@@ -17,8 +17,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from . import kernels
+from .benchmark import bench, fmt
 from .errors import BuildError
-from .extension import Extension
+from .extension import Extension, prepare
 from .kernels import Kernel
 from .toolchain import default_device
 
@@ -44,18 +46,14 @@ class Watcher:
         try:
             self.ext.reload()
         except BuildError as err:
-            self.console.print(Panel(Text(str(err)), title=f"{stamp} {self.ext.name}: build failed (last good build "
-                                     "kept)" if self.ext.info and self.ext.info.module_name else
-                                     f"{stamp} {self.ext.name}: build failed", border_style="red"))
+            self.console.print(Panel(Text(str(err)), title=f"{stamp} {self.ext.name}: build {self.ext.info}",
+                                     border_style="red"))
             return False
         self.builds += 1
         self.console.print(f"[bold]{stamp}[/] {self.ext.name}: [green]{self.ext.info}[/]")
-        fn = getattr(self.ext, self.kernel.spec.FUNCTION) if self.kernel else None
+        fn = getattr(self.ext, self.kernel.spec.function) if self.kernel else None
         if self.do_check:
-            from .checker import check
-
-            report = check(fn, self.kernel.reference, self.kernel.spec.make_inputs, dtypes=self.kernel.spec.DTYPES,
-                           sizes=getattr(self.kernel.spec, "CHECK_SIZES", None), trials=1)
+            report = self.kernel.check(fn, grad=False, trials=1)  # gradients: `jitload check`, not every save
             style = "green" if report.ok else "red"
             self.console.print(f"  check: [{style}]{report.summary()}[/]")
             for failure in report.failures[:3]:
@@ -67,15 +65,13 @@ class Watcher:
         return True
 
     def _bench(self, fn: Callable[..., Any]) -> None:
-        from .benchmark import bench, fmt
-
         spec = self.kernel.spec
         device = default_device()
-        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.BENCH_SIZES[device.type][-2:],
-                       dtypes=spec.DTYPES[:1], bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference,
+        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.bench_sizes[device.type][-2:],
+                       dtypes=spec.dtypes[:1], bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference,
                        target_ms=20, progress=False)
         table = Table(title=f"bench on {result.device_name}", title_justify="left")
-        columns = [c for c in ("name", "size", "dtype", "median_ms", "GB/s", "% of peak", "speedup")
+        columns = [c for c in ("name", "size", "dtype", "median_ms", "GB/s", "% of peak", result.speedup_column)
                    if c in result.table]
         for col in columns:
             table.add_column(col, justify="left" if col in ("name", "dtype") else "right")
@@ -135,9 +131,6 @@ def wait_for_change(files: Iterable[str], stop_event: threading.Event | None = N
 def watch_target(targets: Iterable[str], *, name: str | None = None, check: bool = False, bench: bool = False,
                  console: Console | None = None) -> Watcher:
     """A Watcher for a kernel (by name or folder) or for a list of source files."""
-    from . import kernels
-    from .extension import prepare
-
     targets = list(targets)
     if len(targets) == 1 and not os.path.isfile(targets[0]):
         kernel = kernels.get(targets[0])

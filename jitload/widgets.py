@@ -1,5 +1,9 @@
-"""Notebook panels (ipywidgets): ``jitload.watch(handle)`` rebuilds on file changes; ``BenchResult.widget()``
-re-times at the size, dtype and versions picked with its controls."""
+"""Notebook panels (ipywidgets): ``jitload.watch(handle)`` rebuilds on file changes; ``BenchPanel(result)``
+re-times a :class:`jitload.BenchResult` at the size, dtype and versions picked with its controls.
+
+The top floor of the package: it uses the extension, the watcher's file events and the benchmark, and
+nothing below imports it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .benchmark import PEAK, BenchResult
 from .errors import BuildError
 from .extension import Extension
 from .watcher import snapshot, wait_for_change
@@ -63,8 +68,7 @@ class WatchPanel:
             try:
                 self.ext.reload()
             except BuildError as err:
-                kept = " (previous build kept)" if self.ext.info and self.ext.info.module_name else ""
-                self.status.value = f"<b style='color:#b00'>{stamp} build failed{kept}</b>"
+                self.status.value = f"<b style='color:#b00'>{stamp} build {html.escape(str(self.ext.info))}</b>"
                 self.errors.value = err._repr_html_()
             else:
                 self.builds += 1
@@ -103,12 +107,12 @@ def watch(ext: Extension, *, start: bool = True) -> WatchPanel:
 class BenchPanel:
     """Controls for size, dtype and the versions to time; each change re-times and redraws."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: BenchResult) -> None:
         if result.rerun is None:
             raise ValueError("this BenchResult cannot be re-run (it was not made by jitload.bench)")
         self.result = result
         table = result.table
-        names = [n for n in table["name"].unique() if n != "copy (peak)"]
+        names = [n for n in table["name"].unique() if n != PEAK]
         sizes = sorted(table["size"].unique())
         self.size = widgets.SelectionSlider(options=[int(s) for s in sizes], value=int(sizes[-1]), description="size")
         self.dtype = widgets.Dropdown(options=list(table["dtype"].unique()), description="dtype")
@@ -122,21 +126,21 @@ class BenchPanel:
     def refresh(self) -> Any:
         """Re-time the chosen versions at the chosen size and dtype, and redraw."""
         import matplotlib.pyplot as plt
+        from IPython.display import display
 
         run = self.result.rerun(list(self.versions.value), self.size.value, self.dtype.value)
         self.last = run
         with self.out:
             self.out.clear_output(wait=True)
-            metric = "GB/s" if "GB/s" in run.table else "median_ms"
+            metric = "% of peak" if "% of peak" in run.table else "median_ms"
             fig, ax = plt.subplots(figsize=(6, 3))
-            ax.barh(run.table["name"], run.table[metric], color=["black" if n == "copy (peak)" else "C0"
+            ax.barh(run.table["name"], run.table[metric], color=["black" if n == PEAK else "C0"
                                                                   for n in run.table["name"]])
-            ax.set_xlabel(metric)
+            ax.set_xlabel("% of the copy" if metric == "% of peak" else metric)
             ax.set_title(f"{run.device_name}: {self.size.value} elements, {self.dtype.value}")
             fig.tight_layout()
-            plt.show()
-            from IPython.display import display
-
+            plt.close(fig)  # shown once, here, not again by the inline backend at the end of the cell
+            display(fig)
             display(run.table)
         return run
 

@@ -1,7 +1,9 @@
-"""jitload.bench: quantiles in order, the copy peak, speedups, compile time kept apart, and the plot."""
+"""jitload.bench: quantiles in order, the copy peak, speedups named for their baseline, compile time kept apart,
+repetitions bounded by wall time, contenders timed in rounds, and the plot."""
 
 import time
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
@@ -37,18 +39,91 @@ def test_rows_quantiles_and_bandwidth(result):
     assert result.device == "cpu" and result.device_name.startswith("CPU")
 
 
-def test_speedup_is_relative_to_the_first_entry(result):
+def test_speedup_is_named_for_the_first_entry_without_eager(result):
     table = result.table
-    assert (table.loc[table["name"] == "add", "speedup"] == 1.0).all()
-    assert (table.loc[table["name"] == "slow", "speedup"] < 1.0).all()  # good but slow is seen as slow
+    assert result.baseline == "add" and result.speedup_column == "vs add" and "speedup" not in table
+    assert (table.loc[table["name"] == "add", "vs add"] == 1.0).all()
+    # slower than add: below 1 (at 1024 elements, where the 1 ms sleep outweighs a busy machine's noise)
+    assert (table.loc[(table["name"] == "slow") & (table["size"] == 1024), "vs add"] < 1.0).all()
+    assert table.loc[table["name"] == PEAK, "vs add"].isna().all()
 
 
-def test_plot_has_the_expected_axes(result):
-    fig = result.plot()
-    ax = fig.axes[0]
-    assert ax.get_xscale() == "log" and ax.get_xlabel() == "elements" and "GB/s" in ax.get_ylabel()
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert f"{PEAK} (float32)" in labels and "add (float32)" in labels
+def test_speedup_is_against_eager_when_given():
+    res = bench({"slow": slow_add}, make_inputs, sizes=(1024,), device="cpu", eager=torch.add, peak=False,
+                target_ms=5, min_reps=5, progress=False)
+    assert res.baseline == "eager" and list(res.table.columns)[-1] == "vs eager"
+    by_name = res.table.set_index("name")["vs eager"]
+    assert by_name["eager"] == 1.0 and by_name["slow"] < 1.0
+
+
+def test_plot_one_panel_per_dtype_in_percent_of_the_copy():
+    res = bench({"add": torch.add, "slow": slow_add, "mul": torch.mul}, make_inputs, sizes=(1024, 4096),
+                dtypes=(torch.float32, torch.float64), bytes_moved=bytes_moved, device="cpu", target_ms=2,
+                min_reps=3, progress=False)
+    open_before = plt.get_fignums()
+    fig = res.plot(title="add on a CPU")
+    assert plt.get_fignums() == open_before  # closed in pyplot: a notebook shows it once, as the cell's value
+    assert [ax.get_title() for ax in fig.axes] == ["float32", "float64"]
+    assert fig._suptitle.get_text() == "add on a CPU"
+    first = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    for ax in fig.axes:
+        assert ax.get_xscale() == "log" and ax.get_xlabel() == "elements"
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert list(lines) == [PEAK, "add", "slow", "mul"]
+        assert list(lines[PEAK].get_ydata()) == pytest.approx([100.0, 100.0])  # the copy is the 100% line
+        styles = {(str(ln.get_color()), ln.get_linestyle(), ln.get_marker()) for ln in lines.values()}
+        assert len(styles) == 4  # the copy and every entry drawn distinctly
+        for name, line in lines.items():  # an entry keeps its style in every panel
+            assert (line.get_color(), line.get_linestyle(), line.get_marker()) == (
+                first[name].get_color(), first[name].get_linestyle(), first[name].get_marker())
+    assert "% of the copy" in fig.axes[0].get_ylabel()
+    assert [t.get_text() for t in fig.axes[-1].get_legend().get_texts()] == [PEAK, "add", "slow", "mul"]
+
+
+def test_plot_into_given_axes(result):
+    fig, ax = plt.subplots()
+    try:
+        assert result.plot(ax=ax) is fig and len(ax.get_lines()) == 3
+        with pytest.raises(ValueError, match="one Axes per dtype"):
+            result.plot(ax=[ax, ax])
+    finally:
+        plt.close(fig)
+
+
+def test_repetitions_are_bounded_by_wall_time():
+    # 1024 elements take microseconds, the 64 MB flush before each repetition milliseconds: counted by kernel
+    # time alone this ran max_reps (1000) repetitions, seconds of wall time for 20 ms measured.
+    t0 = time.perf_counter()
+    res = bench({"add": torch.add}, make_inputs, sizes=(1024,), device="cpu", target_ms=20, progress=False)
+    wall = time.perf_counter() - t0
+    assert (res.table["reps"] < 1000).all()
+    assert wall < 5, f"{wall:.1f} s of wall time for {list(res.table['reps'])} repetitions"
+    capped = bench({"add": torch.add}, make_inputs, sizes=(1024,), device="cpu", target_ms=20, wall_ms=1e6,
+                   max_reps=50, peak=False, progress=False)
+    assert capped.table["reps"].item() == 50  # a large wall budget leaves the kernel-time count (clipped) alone
+
+
+def test_interleave_times_contenders_in_rounds():
+    calls = []
+
+    def recorder(name, fn):
+        def run(*args):
+            calls.append(name)
+            return fn(*args)
+        return run
+
+    res = bench({"add": recorder("add", torch.add), "slow": recorder("slow", slow_add)}, make_inputs,
+                sizes=(1024,), device="cpu", eager=recorder("eager", torch.add), interleave=True, target_ms=5,
+                min_reps=6, max_reps=6, progress=False)
+    assert list(res.table["name"]) == ["add", "slow", "eager"]  # (no bytes_moved: no copy)
+    assert set(res.table["reps"]) == {6}
+    timed = calls[-6 * 3:]  # after each contender's three warm-up calls
+    rounds = [timed[i:i + 3] for i in range(0, len(timed), 3)]
+    # every round calls each contender once, and the order turns from round to round
+    assert all(sorted(r) == ["add", "eager", "slow"] for r in rounds), rounds
+    assert len({tuple(r) for r in rounds}) > 1, rounds
+    by_name = res.table.set_index("name")["median_ms"]
+    assert by_name["slow"] > 1.0 > by_name["add"]  # slow sleeps 1 ms a call; the times stay with their owner
 
 
 def test_markdown_table(result):

@@ -9,6 +9,7 @@ import torch
 from extensions import PYTHON
 
 from jitload import toolchain
+from jitload.benchmark import PEAK
 
 
 def _jitload(*args, env=None):
@@ -51,9 +52,10 @@ def test_bench_writes_report_and_plots(tmp_path):
     out = _jitload("bench", "add", "--sizes", "1024", "4096", "--report", str(tmp_path / "rep"), "--plot",
                    str(tmp_path / "add.png"))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "check CheckReport PASS" in out.stdout and "copy (peak)" in out.stdout
+    assert "check CheckReport PASS" in out.stdout and PEAK in out.stdout
     report = (tmp_path / "rep" / "report.md").read_text()
-    assert "## add" in report and "| copy (peak) |" in report and "![add](add.png)" in report
+    assert "## add" in report and f"| {PEAK} |" in report and "![add](add.png)" in report
+    assert "| vs eager |" in report  # the speedup column names what it divides by
     for png in (tmp_path / "rep" / "add.png", tmp_path / "add.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

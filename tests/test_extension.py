@@ -8,7 +8,8 @@ import torch
 from extensions import HEADER, KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
-from jitload import build
+from jitload import build, manifest
+from jitload.extension import PREVIOUS_KEPT
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_failed_build_keeps_old_module_then_fix_rebuilds(torch_ext):
     assert ">     3 |   return undefined_name;" in str(err)
     assert "undefined_name" in err.log and err.log_path and os.path.exists(err.log_path)
     assert "<span" in err._repr_html_()
-    assert ext.info.status == "failed"
+    assert ext.info.status == "failed" and str(ext.info).endswith(f"({PREVIOUS_KEPT})")
     assert ext.value() == good  # the last good module is still the one in use
     with pytest.raises(jitload.BuildError):  # retried, not cached as failed or as fine
         ext.reload()
@@ -124,6 +125,30 @@ def test_load_inline_rebuilds_on_edit(tmp_path):
     assert jitload.load_inline("inline_ext", header % 1, **kwargs).info.status == "unchanged"
     jitload.load_inline("inline_ext", header % 2, **kwargs)
     assert ext.answer() == 2
+
+
+def test_manifest_round_trip_and_unreadable_ones(tmp_path):
+    state = manifest.State("key", "tag", {str(tmp_path / "a.cpp"): [1, 2, "d"]}, {"a.cu": None}, {"a.cu": ["a.h"]})
+    manifest.write(str(tmp_path), state)
+    assert manifest.read(str(tmp_path)) == state and os.listdir(tmp_path) == [manifest.MANIFEST]  # no temp left
+    (tmp_path / manifest.MANIFEST).write_text('{"key": "k"}')  # an older or broken file: as if nothing was built
+    assert manifest.read(str(tmp_path)) == manifest.State()
+    assert manifest.read(str(tmp_path / "nowhere")) == manifest.State()
+    assert not manifest.State().up_to_date("")
+
+
+def test_torch_build_arguments_are_gathered_once(tmp_path):
+    src = tmp_path / "x.cpp"
+    src.write_text("int x() { return 1; }\n")
+    ext = jitload.prepare("gathered", [str(src)], extra_cflags=["-O1"], extra_include_paths=["inc"],
+                          build_directory=str(tmp_path / "b"))
+    args = ext.spec.torch_args()
+    assert args == {"name": "gathered", "sources": [str(src)], "extra_cflags": ["-O1"], "extra_cuda_cflags": [],
+                    "extra_ldflags": [], "extra_include_paths": [os.path.abspath("inc")],
+                    "build_directory": str(tmp_path / "b"), "with_cuda": False}
+    import inspect
+
+    assert set(args) <= set(inspect.signature(build.write_ninja_file).parameters)  # what _rebuild passes it
 
 
 def test_bad_arguments_are_named(tmp_path):

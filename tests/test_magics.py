@@ -10,7 +10,7 @@ from extensions import write
 from IPython.core.interactiveshell import InteractiveShell
 
 from jitload import magics, toolchain
-from jitload.extension import Extension
+from jitload.extension import PREVIOUS_KEPT, Extension
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_cpp_cell_builds_rebuilds_and_keeps_the_old_handle_on_error(shell, shown
     assert shell.user_ns["mag_cpp"] is ext and ext.times(torch.ones(1)).item() == 3.0
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "oops")
     (html,) = shown
-    assert "oops" in html.data and "previous build is still loaded" in html.data
+    assert "oops" in html.data and "mag_cpp: build failed after" in html.data and PREVIOUS_KEPT in html.data
     assert ext.times(torch.ones(1)).item() == 3.0
     shell.run_cell_magic("cpp", "mag_cpp --functions times", cell % "3")  # fixed: rebuilt, same code as before
     assert ext.times(torch.ones(1)).item() == 3.0 and "mag_cpp: full rebuild" in capsys.readouterr().out

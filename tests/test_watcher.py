@@ -101,7 +101,7 @@ def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
         out.wait_for(r"wrong_values")
 
         write(kernel, KERNEL.format(factor="2 +"))  # a syntax error: file:line and the last good build kept
-        out.wait_for(r"build failed \(last good build kept\)")
+        out.wait_for(r"wk: build failed after [0-9.]+ s \(previous build kept\)")
         out.wait_for(re.escape(f"{kernel}:3:"))
 
         write(kernel, KERNEL.format(factor=2))  # fixed: rebuilt and right again

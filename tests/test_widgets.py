@@ -1,11 +1,15 @@
-"""Notebook panels: jitload.watch rebuilds on a file change and shows errors; BenchResult.widget re-times."""
+"""Notebook panels: jitload.watch rebuilds on a file change and shows errors; BenchPanel re-times a bench result."""
 
 import time
 
+import pytest
 import torch
 from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
+from jitload.benchmark import PEAK
+from jitload.extension import PREVIOUS_KEPT
+from jitload.widgets import BenchPanel
 
 
 def _wait(predicate, timeout=90):
@@ -29,7 +33,7 @@ def test_watch_panel_rebuilds_on_change_and_shows_errors(tmp_path):
         assert ext.value() == 41
         write(tmp_path / "src" / "kernel.cpp", "int kernel_value() { return nope; }\n")
         assert _wait(lambda: "failed" in panel.status.value), panel.status.value
-        assert "previous build kept" in panel.status.value and "nope" in panel.errors.value
+        assert PREVIOUS_KEPT in panel.status.value and "nope" in panel.errors.value
         assert ext.value() == 41
         panel.log_toggle.value = True
         assert "nope" in panel.log.value and panel.log.layout.display == ""
@@ -46,9 +50,12 @@ def test_bench_widget_retimes_the_chosen_point():
 
     result = jitload.bench({"add": torch.add, "mul": torch.mul}, make_inputs, sizes=(1024, 4096), device="cpu",
                            bytes_moved=lambda n, dt: 12 * n, target_ms=5, progress=False)
-    panel = result.widget()
+    panel = BenchPanel(result)
     assert panel.size.value == 4096 and set(panel.versions.value) == {"add", "mul"}
     panel.versions.value = ("mul",)
     panel.size.value = 1024
-    assert list(panel.last.table["name"]) == ["copy (peak)", "mul"]
+    assert list(panel.last.table["name"]) == [PEAK, "mul"]
     assert set(panel.last.table["size"]) == {1024}
+    # the panel is a floor above the benchmark: the result does not reach up to make one
+    with pytest.raises(AttributeError, match=r"BenchPanel\(result\)"):
+        result.widget()
