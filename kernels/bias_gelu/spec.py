@@ -31,7 +31,10 @@ def baselines(device: torch.device) -> dict:
 def reference_bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     # Two kernels: the add reads x and writes x + bias, gelu reads that and writes out: 4 passes over x's
     # size where the fused kernel makes 2 (bias, one row, is noise).
-    return F.gelu(x + bias, approximate=approximate)
+    s = x + bias
+    # gelu(+inf) = +inf, as torch's scalar and float64 paths give; its vectorised float32/bfloat16 CPU path
+    # returns NaN there (for 64 elements, not for 1), so the reference states the limit instead.
+    return torch.where(torch.isposinf(s), s, F.gelu(s, approximate=approximate))
 
 
 def make_inputs(size: int, dtype: torch.dtype, device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor]:
