@@ -9,17 +9,15 @@ import sys
 import pytest
 import torch
 
-from jitload import kernels
-
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_train.py")
 REPO = os.path.dirname(os.path.dirname(SCRIPT))
 
 
 @pytest.fixture(scope="module")
-def built():
+def built(build_kernel):
     # Built here once, so that the ranks only load them (two ranks building at once would wait on the lock).
     for name in ("add_relu", "bias_gelu", "rmsnorm"):
-        kernels.get(name).build()
+        build_kernel(name)
 
 
 def _train(tmp_path, device: str, world: int) -> dict:

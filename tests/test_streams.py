@@ -4,15 +4,9 @@ trace), CUDA graph capture and replay, and tensors on cuda:1 while cuda:0 is cur
 import pytest
 import torch
 
-from jitload import kernels
-
-NAMES = ["add", "add_relu", "bias_gelu", "rmsnorm", "softmax"]
-
 
 @pytest.fixture(scope="module")
-def ops():
-    for name in NAMES:
-        kernels.get(name).build()
+def ops(all_kernels):
     return torch.ops.jitload
 
 
