@@ -112,12 +112,23 @@ def ccache_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _launch_compiles_with(ninja_path: str, launcher: str) -> None:
-    """Put ``launcher`` in front of the compile rules of torch's ninja file (the link rule is left alone)."""
+_WRAPPED = re.compile(r"^(cxx|nvcc) = (?:\S*/)?s?ccache (.*)$", re.M)
+
+
+def _set_compile_launcher(ninja_path: str, launcher: str | None) -> None:
+    """Make ``launcher`` (or nothing) the one wrapper of the compile rules in torch's ninja file.
+
+    torch 2.14 puts ccache or sccache, whichever is on PATH, in front of ``cxx`` and ``nvcc`` itself; that is
+    taken off again, so that the compile lines, the link line and the library tag (which hashes ``cxx``) do not
+    depend on PATH, and ``JITLOAD_CCACHE=0`` means no wrapper at all. The link rule is never wrapped.
+    """
     with open(ninja_path) as f:
         text = f.read()
-    text = re.sub(r"^(  command = )(\$cxx -MMD|\$nvcc )", lambda m: f"{m[1]}$launcher {m[2]}", text, flags=re.M)
-    text = text.replace("\nrule compile\n", f"\nlauncher = {launcher}\n\nrule compile\n", 1)
+    text = _WRAPPED.sub(r"\1 = \2", text)
+    if launcher:
+        text = re.sub(r"^(  command = )(\$cxx -MMD|\$nvcc )", lambda m: f"{m[1]}$launcher {m[2]}", text,
+                      flags=re.M)
+        text = text.replace("\nrule compile\n", f"\nlauncher = {launcher}\n\nrule compile\n", 1)
     with open(ninja_path, "w") as f:
         f.write(text)
 
@@ -147,9 +158,7 @@ def write_ninja_file(
                 extra_cflags=list(extra_cflags), extra_cuda_cflags=list(extra_cuda_cflags),
                 extra_sycl_cflags=[], extra_ldflags=ldflags, extra_include_paths=list(extra_include_paths),
                 with_cuda=with_cuda, with_sycl=False, is_standalone=False)
-    launcher = ccache_binary()
-    if launcher:
-        _launch_compiles_with(path, launcher)
+    _set_compile_launcher(path, ccache_binary())
     return object_targets(path)
 
 

@@ -112,3 +112,37 @@ def test_the_cache_folder_is_private(ccache):
     os.symlink(str(ccache.parent), path)  # a link could point the cache anywhere: refused
     with pytest.raises(Exception, match="symbolic link"):
         build.ccache_dir()
+
+
+TORCH_NINJA = """ninja_required_version = 1.3
+cxx = /usr/bin/ccache c++
+nvcc = ccache /usr/local/cuda/bin/nvcc
+
+rule compile
+  command = $cxx -MMD -MF $out.d $cflags -c $in -o $out $post_cflags
+  depfile = $out.d
+  deps = gcc
+
+rule cuda_compile
+  depfile = $out.d
+  deps = gcc
+  command = $nvcc -MD -MF $out.d $cuda_cflags -c $in -o $out $cuda_post_cflags
+
+rule link
+  command = $cxx $in $ldflags -o $out
+"""
+
+
+@pytest.mark.parametrize("launcher", ["/venv/bin/ccache", None])
+def test_one_wrapper_on_the_compiles_and_none_on_the_link(tmp_path, launcher):
+    # torch 2.14 wraps cxx and nvcc in the ccache it finds on PATH; jitload's launcher replaces that wrapper, so
+    # the link line and the tag (a hash of cxx) are the same with ccache, without it, and whatever PATH holds.
+    path = tmp_path / "build.ninja"
+    path.write_text(TORCH_NINJA)
+    build._set_compile_launcher(str(path), launcher)
+    text = path.read_text()
+    assert "\ncxx = c++\n" in text and "\nnvcc = /usr/local/cuda/bin/nvcc\n" in text
+    assert "  command = $cxx $in $ldflags -o $out" in text
+    wrap = "$launcher " if launcher else ""
+    assert f"  command = {wrap}$cxx -MMD" in text and f"  command = {wrap}$nvcc -MD" in text
+    assert (f"launcher = {launcher}" in text) == bool(launcher) and text.count("ccache") == bool(launcher)
