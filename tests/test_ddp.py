@@ -30,6 +30,7 @@ def _train(tmp_path, device: str, world: int) -> dict:
     return torch.load(out)
 
 
+@pytest.mark.slow  # four Python processes (one and two ranks), each importing torch and loading three kernels
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[
     pytest.mark.cuda, pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")])])
 def test_ddp_follows_the_single_process_trajectory(built, tmp_path, device):
