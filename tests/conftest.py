@@ -55,19 +55,17 @@ def _private_cache(tmp_path_factory):
         yield
 
 
-_built: dict[str, tuple] = {}
-
-
 @pytest.fixture(scope="session")
 def build_kernel():
     """``build_kernel(name)``: the kernel of kernels/<name> and its extension (CUDA sources too where nvcc
     exists), built once per session whichever test file asks first."""
+    built: dict[str, tuple] = {}
 
     def get(name: str):
-        if name not in _built:
+        if name not in built:
             kernel = kernels.get(name)
-            _built[name] = (kernel, kernel.build())
-        return _built[name]
+            built[name] = (kernel, kernel.build())
+        return built[name]
 
     return get
 
