@@ -41,7 +41,7 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "missing $$missing: run 'sudo make system-deps' (apt-get install $$missing)"; exit 1; fi
 
-# Everything, end-to-end cases included (about 10 min on 2 cores with a cold ccache).
+# Everything, end-to-end cases included.
 test: $(VENV)/.installed lint
 	$(PYTEST)
 
