@@ -7,7 +7,12 @@ BIN := $(VENV)/bin
 
 IMAGE ?= pytorch-cuda:v2.8
 
-.PHONY: run test lint bench-reload clean system-deps docker-build docker-up
+# The suite runs on pytest-xdist's workers, one a core; a file's tests stay on one worker (they share its
+# fixtures' builds), except the notebooks, each a test of its own. PYTEST_ARGS adds to the command line.
+PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+.PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -26,18 +31,23 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check jitload tests benchmarks kernels
 
 # The container's services are tested with Debian's sshd, and JupyterLab in Debian's headless Chromium driven
-# through its chromedriver; as root (CI), install what is missing.
+# through its chromedriver. `make system-deps` installs what is missing (as root, with apt-get); `make test`
+# never installs system packages: without them those tests are skipped and say so.
 SYSTEM_PACKAGES := /usr/sbin/sshd:openssh-server /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do [ -x "$${p%%:*}" ] || echo "$${p#*:}"; done); \
-	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-		else echo "missing $$missing: the tests that need them will be skipped (apt-get install $$missing)"; fi; \
-	fi
+	if [ -z "$$missing" ]; then echo "system packages present: openssh-server chromium chromium-driver"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "missing $$missing: run 'sudo make system-deps' (apt-get install $$missing)"; exit 1; fi
 
-test: $(VENV)/.installed lint system-deps
-	$(BIN)/python -m pytest
+# Everything, end-to-end cases included.
+test: $(VENV)/.installed lint
+	$(PYTEST)
+
+# The developer loop: everything but the tests marked slow (browser, DDP, notebooks, pip install ./kernels, ...).
+test-fast: $(VENV)/.installed
+	$(PYTEST) -m "not slow"
 
 bench-reload: $(VENV)/.installed
 	$(BIN)/python benchmarks/reload.py

@@ -5,7 +5,7 @@ A knob is a preprocessor macro that the kernel's CUDA source reads with a defaul
 its header comment; bias_gelu has BIAS_GELU_COLS, BIAS_GELU_ROWS and BIAS_GELU_BLOCK (the rows kernel's column
 vectors and rows a thread, threads a block). Each combination is its own extension (``<kernel>_<knobs>``, its
 own build directory, so going back to one costs nothing once built) and is called through its own module's
-function (``spec.FUNCTION``), never through ``torch.ops``: every build registers the op again, and the
+function (``spec.function``), never through ``torch.ops``: every build registers the op again, and the
 dispatcher keeps the last one loaded (torch warns that a kernel was overridden; that is expected here).
 
     python benchmarks/variants.py bias_gelu -D BIAS_GELU_BLOCK=128,256,512 -D BIAS_GELU_ROWS=1,2
@@ -70,9 +70,9 @@ def plan(kernel: kernels.Kernel, knobs: list[tuple[str, list[str]]]) -> list[tup
     for values in itertools.product(*(vals for _, vals in knobs)):
         pairs = list(zip(names, values, strict=True))
         label = " ".join(f"{n}={v}" for n, v in pairs)
-        short = [n.lower().removeprefix(f"{kernel.spec.NAME}_") for n in names]  # BIAS_GELU_BLOCK -> block
+        short = [n.lower().removeprefix(f"{kernel.spec.name}_") for n in names]  # BIAS_GELU_BLOCK -> block
         suffix = "_".join(f"{s}{v.replace('-', 'm')}" for s, (_, v) in zip(short, pairs, strict=True))
-        builds.append((label, f"{kernel.spec.NAME}_{suffix}", [f"-D{n}={v}" for n, v in pairs]))
+        builds.append((label, f"{kernel.spec.name}_{suffix}", [f"-D{n}={v}" for n, v in pairs]))
     return builds
 
 
@@ -123,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("timing needs a CUDA GPU (--build-only compiles the variants without one)")
     dtypes = [getattr(torch, d) for d in args.dtypes]
-    fns = {"default": getattr(kernel.build(with_cuda=True), kernel.spec.FUNCTION)}
+    fns = {"default": getattr(kernel.build(with_cuda=True), kernel.spec.function)}
     for label, ext_name, defines in builds:
-        fns[label] = getattr(prepare(kernel, ext_name, defines).reload(), kernel.spec.FUNCTION)
+        fns[label] = getattr(prepare(kernel, ext_name, defines).reload(), kernel.spec.function)
     failed = 0
     tables = [header(argv)]
     for dtype in dtypes:

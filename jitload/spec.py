@@ -16,7 +16,6 @@ dtype)``, ``CHECK_SIZES``, ``TOLERANCES`` ({dtype: (rtol, atol)}), ``GRAD`` (che
 from __future__ import annotations
 
 import types
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +23,6 @@ from typing import Any
 import torch
 
 REQUIRED = ("NAME", "SOURCES", "FUNCTION", "make_inputs", "DTYPES", "BENCH_SIZES")
-
-# The upper-case names a spec module declares -> the KernelSpec field that holds each.
-_FIELDS = {"NAME": "name", "SOURCES": "sources", "CUDA_SOURCES": "cuda_sources", "FUNCTION": "function",
-           "DTYPES": "dtypes", "BENCH_SIZES": "bench_sizes", "CHECK_SIZES": "check_sizes",
-           "TOLERANCES": "tolerances", "GRAD": "grad"}
-
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -51,19 +44,6 @@ class KernelSpec:
     baselines: Callable[[torch.device], Mapping[str, Callable[..., Any]]] | None = None
     # the spec module itself, for a kernel's own helpers (e.g. add_relu's slow_add, a WIDTH)
     module: types.ModuleType | None = field(default=None, repr=False, compare=False)
-
-    def __getattr__(self, attr: str) -> Any:
-        # Old callers read the module's names (spec.DTYPES, getattr(spec, "GRAD", False)): give them the field,
-        # with a warning, rather than a silent default.
-        if attr in _FIELDS:
-            warnings.warn(f"KernelSpec.{attr} is KernelSpec.{_FIELDS[attr]}", DeprecationWarning, stacklevel=2)
-            return getattr(self, _FIELDS[attr])
-        module = self.__dict__.get("module")
-        if not attr.startswith("_") and module is not None and hasattr(module, attr):
-            warnings.warn(f"a spec's own name {attr!r} is read from Kernel.module (kernel.module.{attr})",
-                          DeprecationWarning, stacklevel=2)
-            return getattr(module, attr)
-        raise AttributeError(attr)
 
 
 def from_module(module: types.ModuleType, folder_name: str) -> KernelSpec:

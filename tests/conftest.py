@@ -4,13 +4,28 @@ import platform
 import pytest
 import torch
 
+from jitload import kernels, toolchain
+
 
 def pytest_report_header(config):
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return [f"torch {torch.__version__} (CUDA {torch.version.cuda}), Python {platform.python_version()}, GPU: {gpu}"]
 
 
+# Files whose tests are independent end-to-end runs, each its own unit on pytest-xdist's workers.
+SPREAD_FILES = {"test_notebooks.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
+    # A test file is one unit of work for the workers: its tests share its module fixtures' builds, and two
+    # workers building one extension at once would only wait on each other's lock. The slow files go first, so
+    # that the longest units start early and the short ones fill in around them.
+    for item in items:
+        if item.path.name not in SPREAD_FILES:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    slow_files = {item.path for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: item.path not in slow_files)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU visible")
@@ -21,9 +36,41 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    # Builds made by tests never land in the user's cache (session scope: module fixtures build too).
-    # JITLOAD_TEST_EXTENSIONS_DIR names a scratch cache to reuse instead (the GPU run prebuilds into one).
+    """Builds made by tests never land in the user's build cache: one scratch cache for the whole run, shared
+    by pytest-xdist's workers (whose temp folders sit side by side in the run's own), so that a kernel is built
+    once per run and a worker that needs it while another builds it waits on jitload's lock, then loads it.
+    JITLOAD_TEST_EXTENSIONS_DIR names a scratch cache to reuse instead (the GPU run prebuilds into one).
+
+    Compiles go through the user's ccache folder (JITLOAD_CCACHE_DIR where set): objects compiled by an earlier
+    run, or by the user's own builds, are copied, not compiled again. CI points JITLOAD_CCACHE_DIR at a fresh
+    folder, so that its timing is a cold one."""
+    run_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_root = run_root.parent
+    ccache = os.environ.get("JITLOAD_CCACHE_DIR") or os.path.join(toolchain.cache_base(), "jitload", "ccache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TORCH_EXTENSIONS_DIR", os.environ.get("JITLOAD_TEST_EXTENSIONS_DIR")
-                  or str(tmp_path_factory.getbasetemp() / "torch_extensions"))
+                  or str(run_root / "torch_extensions"))
+        mp.setenv("JITLOAD_CCACHE_DIR", ccache)
         yield
+
+
+@pytest.fixture(scope="session")
+def build_kernel():
+    """``build_kernel(name)``: the kernel of kernels/<name> and its extension (CUDA sources too where nvcc
+    exists), built once per session whichever test file asks first."""
+    built: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in built:
+            kernel = kernels.get(name)
+            built[name] = (kernel, kernel.build())
+        return built[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def all_kernels(build_kernel):
+    """Every kernel of kernels/, built: name -> (kernel, extension)."""
+    return {name: build_kernel(name) for name in sorted(kernels.discover())}

@@ -9,17 +9,15 @@ import sys
 import pytest
 import torch
 
-from jitload import kernels
-
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_train.py")
 REPO = os.path.dirname(os.path.dirname(SCRIPT))
 
 
 @pytest.fixture(scope="module")
-def built():
+def built(build_kernel):
     # Built here once, so that the ranks only load them (two ranks building at once would wait on the lock).
     for name in ("add_relu", "bias_gelu", "rmsnorm"):
-        kernels.get(name).build()
+        build_kernel(name)
 
 
 def _train(tmp_path, device: str, world: int) -> dict:
@@ -32,6 +30,7 @@ def _train(tmp_path, device: str, world: int) -> dict:
     return torch.load(out)
 
 
+@pytest.mark.slow  # four Python processes (one and two ranks), each importing torch and loading three kernels
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[
     pytest.mark.cuda, pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")])])
 def test_ddp_follows_the_single_process_trajectory(built, tmp_path, device):

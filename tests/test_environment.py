@@ -27,3 +27,11 @@ def test_environment_matches_pyproject():
     assert named == runtime, f"only in environment.yml: {named - runtime}; only in pyproject: {runtime - named}"
     assert "python=3.11" in env["dependencies"]
     assert any(d == "torch==2.8.0" for d in next(d["pip"] for d in env["dependencies"] if isinstance(d, dict)))
+
+
+def test_torch_version_is_reported():
+    # Three torch versions meet this code (2.8 container, 2.11 H200, 2.14 here): say which one ran.
+    import torch
+
+    print(f"torch {torch.__version__}")
+    assert torch.__version__ >= "2.8"

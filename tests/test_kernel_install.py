@@ -13,6 +13,9 @@ import torch
 
 from jitload import toolchain
 
+# pip builds all five kernels ahead of time (setuptools, not jitload's cache): minutes on 2 cores.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 KERNELS = os.path.join(ROOT, "kernels")
 

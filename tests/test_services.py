@@ -18,7 +18,7 @@ import pytest
 from services import HAVE_SSHD, REPO, started
 
 pytestmark = pytest.mark.skipif(not HAVE_SSHD,
-                                reason="openssh-server is not installed (make test installs it when run as root)")
+                                reason="openssh-server is not installed: `make system-deps` (as root) installs it")
 
 
 @pytest.fixture(scope="module")

@@ -43,16 +43,3 @@ def test_a_missing_name_is_named_with_the_file():
                      BENCH_SIZES={"cpu": [8]})
     with pytest.raises(AttributeError, match=r"/k/thing/spec.py does not define make_inputs, reference_thing"):
         from_module(module, "thing")
-
-
-def test_old_module_names_still_read_with_a_warning():
-    kernel = kernels.get("add_relu")
-    spec = kernel.spec
-    with pytest.warns(DeprecationWarning, match="KernelSpec.dtypes"):
-        assert spec.DTYPES == spec.dtypes
-    with pytest.warns(DeprecationWarning):
-        assert getattr(spec, "GRAD", False) is True  # the old getattr idiom gets the value, not its default
-    with pytest.warns(DeprecationWarning, match="kernel.module.slow_add"):
-        assert spec.slow_add is kernel.module.slow_add
-    with pytest.raises(AttributeError):
-        spec.NO_SUCH_NAME  # noqa: B018

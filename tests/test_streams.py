@@ -8,9 +8,7 @@ from jitload import kernels
 
 
 @pytest.fixture(scope="module")
-def ops():
-    for name in kernels.names():
-        kernels.get(name).build()
+def ops(all_kernels):
     return torch.ops.jitload
 
 
