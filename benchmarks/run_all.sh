@@ -11,7 +11,8 @@
 #                VARIANTS_ARGS="bias_gelu -D BIAS_GELU_BLOCK=128,256,512"
 #   resources    registers, shared memory and spills of every kernel ("$CUOBJDUMP" --dump-resource-usage)
 #   reload       benchmarks/reload.py
-#   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write);
+#   notebooks    execute $NOTEBOOKS (default all) and keep their outputs (benchmarks/run_notebooks.py --write),
+#                then regenerate notebooks/README.md's run table (--readme);
 #                with $NOTEBOOKS_TAR set, notebooks/ is tarred there after each one (a timeout keeps what ran)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +64,8 @@ for part in "${parts[@]}"; do
       for nb in ${NOTEBOOKS:-notebooks/*.ipynb}; do
         $PY benchmarks/run_notebooks.py "$nb" --write --log "$OUT/notebooks.log" || status=1
         if [ -n "${NOTEBOOKS_TAR:-}" ]; then tar czf "$NOTEBOOKS_TAR" notebooks/*.ipynb; fi
-      done ;;
+      done
+      $PY benchmarks/run_notebooks.py --readme || status=1 ;;  # notebooks/README.md's table, from the metadata
     reload)  $PY benchmarks/reload.py --out "$OUT/reload.md" || status=1 ;;
     *) echo "unknown part: $part" >&2; status=2 ;;
   esac

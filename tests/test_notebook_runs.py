@@ -1,0 +1,121 @@
+"""The committed notebook outputs belong to one recorded run, and that run is not older than the code it used.
+
+No notebook is executed here (tests/test_notebooks.py does that); these read the committed files and git.
+"""
+
+import glob
+import os
+import re
+import runpy
+import subprocess
+
+import nbformat
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
+RUNNER = runpy.run_path(os.path.join(REPO, "benchmarks", "run_notebooks.py"))
+IDS = [os.path.basename(p) for p in NOTEBOOKS]
+KERNELS = sorted(d for d in os.listdir(os.path.join(REPO, "kernels"))
+                 if os.path.isfile(os.path.join(REPO, "kernels", d, "spec.py")))
+
+
+def _git(*args):
+    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True)
+
+
+def _history_reason():
+    """Why git history cannot answer here, or None."""
+    try:
+        out = _git("rev-parse", "--is-shallow-repository")
+    except OSError:
+        return "git is not installed"
+    if out.returncode != 0:
+        return "not a git checkout (no history to compare the recorded commits with)"
+    if out.stdout.strip() == "true":
+        return "shallow clone: the recorded commits may lie outside the fetched history"
+    return None
+
+
+def used_paths(nb) -> list[str]:
+    """What a notebook's outputs depend on: jitload/, and kernels/<name>/ (with kernels/common/) for each kernel
+    its code names, as a string ("add_relu"), a path (kernels/add_relu) or an op (torch.ops.jitload.add_relu)."""
+    code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    used = [name for name in KERNELS if re.search(
+        rf"""["']{name}["']|kernels/{name}\b|torch\.ops\.jitload\.{name}\b""", code)]
+    return ["jitload"] + ([f"kernels/{name}" for name in used] + ["kernels/common"] if used else [])
+
+
+def test_used_paths_reads_kernel_names():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        'kernels.get("add_relu")\nopen("kernels/softmax/softmax.cu")\ntorch.ops.jitload.rmsnorm(x)\n"additive"')])
+    assert used_paths(nb) == ["jitload", "kernels/add_relu", "kernels/rmsnorm", "kernels/softmax", "kernels/common"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_first_output_line_is_the_recorded_run(path):
+    nb = nbformat.read(path, as_version=4)
+    run = nb.metadata.get("jitload_run")
+    assert run, f"{os.path.basename(path)} has no recorded run: python benchmarks/run_notebooks.py --write {path}"
+    assert RUNNER["first_code_cell"](nb).source.strip() == RUNNER["RUN_CELL"]
+    assert RUNNER["first_output_line"](nb) == RUNNER["run_line"](run)
+
+
+def stale_reason(nb, name: str) -> str | None:
+    """Why ``nb``'s outputs may be older than the code they ran, or None."""
+    run = nb.metadata.get("jitload_run") or {}
+    if not run.get("commit"):
+        return f"{name} records no commit"
+    if run.get("dirty"):
+        return f"{name} ran with uncommitted changes to jitload or kernels"
+    if _git("cat-file", "-e", f"{run['commit']}^{{commit}}").returncode != 0:
+        return f"{name} ran at {run['commit']}, which is not in this repository's history"
+    paths = used_paths(nb)
+    last = _git("log", "-1", "--format=%H", "--", *paths).stdout.strip()
+    if _git("merge-base", "--is-ancestor", last, run["commit"]).returncode != 0:
+        changed = _git("show", "--stat", "--format=", last, "--", *paths).stdout.strip()
+        return f"{name} ran at {run['commit'][:10]}, before {last[:10]} changed\n{changed}"
+    return None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_outputs_are_not_older_than_the_code_they_ran(path):
+    reason = _history_reason()
+    if reason:
+        pytest.skip(reason)
+    stale = stale_reason(nbformat.read(path, as_version=4), os.path.basename(path))
+    rerun = f"python benchmarks/run_notebooks.py --write {os.path.relpath(path, REPO)}"
+    assert stale is None, f"{stale}\nre-run it: {rerun}"
+
+
+def test_stale_reason_compares_with_the_last_change_of_the_files_used():
+    reason = _history_reason()
+    if reason:
+        pytest.skip(reason)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('kernels.get("add")')])
+    last = _git("log", "-1", "--format=%H", "--", "jitload", "kernels/add", "kernels/common").stdout.strip()
+    nb.metadata["jitload_run"] = {"commit": last}
+    assert stale_reason(nb, "nb") is None
+    nb.metadata["jitload_run"] = {"commit": last, "dirty": True}
+    assert "uncommitted" in stale_reason(nb, "nb")
+    parent = _git("rev-parse", f"{last}^").stdout.strip()
+    if parent:  # the commit before the last change to those files is older than it
+        nb.metadata["jitload_run"] = {"commit": parent}
+        assert f"before {last[:10]} changed" in stale_reason(nb, "nb")
+    nb.metadata["jitload_run"] = {"commit": "0" * 40}
+    assert "not in this repository's history" in stale_reason(nb, "nb")
+
+
+def test_readme_table_is_generated_from_the_metadata():
+    with open(RUNNER["README"]) as f:
+        text = f.read()
+    expected = RUNNER["with_table"](text, RUNNER["readme_table"]())
+    assert text == expected, "notebooks/README.md's run table is stale: python benchmarks/run_notebooks.py --readme"
+
+
+def test_run_line_names_an_uncommitted_tree_and_no_gpu():
+    info = {"date": "2026-12-04", "gpu": "none", "torch": "2.14.1", "cuda": "13.0", "python": "3.11.7",
+            "commit": "0123456789abcdef", "dirty": True}
+    line = RUNNER["run_line"](info)
+    assert line == ("run 2026-12-04 on no GPU (CPU twins) · torch 2.14.1 · CUDA 13.0 · Python 3.11.7 · "
+                    "commit 0123456789 + uncommitted changes")
