@@ -82,15 +82,18 @@ def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize:
     with tempfile.TemporaryDirectory(prefix="jitload-check-") as folder:
         progress = ProgressFile(os.path.join(folder, "progress.json"))
         code = subprocess.call([*command, "--progress", progress.path], env=env)
-        if code < 0:
+        # 0 passed, 1 failed, 2 a usage error; anything else (a signal, or compute-sanitizer passing one on as
+        # an exit code) is a crash
+        if code not in (0, 1, 2, SANITIZER_EXIT):
             case = progress.read()
             where = ("before its first case" if case is None else
                      f"in {case['function']}, size={case['size']}, dtype={case['dtype']}, layout={case['layout']}, "
                      f"seed={case['seed']}")
-            print(f"{kernel}: check FAIL: the checking process died ({_signal_name(code)}) {where}; the cases "
-                  "after it did not run (`jitload check --no-isolate` runs them in this process)")
+            how = _signal_name(code) if code < 0 else f"exit code {code}"
+            print(f"{kernel}: check FAIL: the checking process died ({how}) {where}; the cases after it did not "
+                  "run (`jitload check --no-isolate` runs them in this process)", flush=True)
             return 1
         if sanitize and code == SANITIZER_EXIT:
-            print(f"{kernel}: check FAIL: compute-sanitizer reported memory errors (above)")
+            print(f"{kernel}: check FAIL: compute-sanitizer reported memory errors (above)", flush=True)
             return 1
         return code

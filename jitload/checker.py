@@ -56,7 +56,6 @@ REASONS = {
     "opcheck_failed": "torch.library.opcheck failed for the registered op",
     "out_of_bounds_write": "the candidate wrote outside a tensor it allocated (guard bytes changed)",
     "crashed": "the process running the candidate died (a signal such as SIGSEGV, or glibc's abort)",
-    "sanitizer": "compute-sanitizer reported a memory error",
 }
 
 
@@ -399,7 +398,16 @@ def check(
             on_case(dict(row))
         if _events is not None:  # isolate=True's child: the parent learns where a crash happened
             _events("start", dict(row), None)
-        failure = _run_case(candidate, reference, make_inputs, device, case, row, guards)
+        try:
+            failure = _run_case(candidate, reference, make_inputs, device, case, row, guards)
+        except Exception as exc:  # outside the candidate's call: a CUDA error there means the context is gone
+            if device.type != "cuda" or "CUDA" not in str(exc):
+                raise
+            failure = case.fail("raised", f"the CUDA context was lost ({_first_line(exc)}); the cases after it did "
+                                          "not run")
+            rows.append({**row, "ok": False, "reason": failure.reason})
+            failures.append(failure)
+            return CheckReport(pd.DataFrame(rows), failures)
         row["ok"] = failure is None
         row["reason"] = failure.reason if failure else ""
         rows.append(row)
@@ -474,6 +482,8 @@ def _run_case(candidate, reference, make_inputs, device: torch.device, case: _Ca
     except Exception as exc:  # a candidate that raises is a failed case, not a crashed check
         return case.fail("raised", _first_line(exc))
     row.update(max_abs_err=cmp.max_abs, max_rel_err=cmp.max_rel, worst_index=cmp.worst)
+    if guards:
+        _sync(device)  # a write left running on a side stream lands before the guards are read
     if guards and (outside := guard.violations()):
         return case.fail("out_of_bounds_write", "; ".join(outside))
     modified = [i for i, (a, b) in enumerate(zip(inputs, before, strict=True)) if not _same(a, b)]
@@ -550,7 +560,7 @@ def _compare_grads(candidate, reference, make_inputs, size, dtype, device, seed,
             grads.append(_grads(fn, base, seed))
         except Exception as exc:
             return [Failure("wrong_grad", f"{getattr(fn, '__name__', fn)} backward raised {_first_line(exc)}", size,
-                            _dtype_name(dtype), "contiguous", seed)]
+                            _dtype_name(dtype), "contiguous", seed + size)]
     failures = []
     for i, (gc, gr) in enumerate(zip(*grads, strict=True)):
         if gr is None:
@@ -558,7 +568,7 @@ def _compare_grads(candidate, reference, make_inputs, size, dtype, device, seed,
         cmp = _compare(gc, gr, rtol, atol) if gc is not None else _Comparison("wrong_grad", "no gradient")
         if cmp.reason:
             failures.append(Failure("wrong_grad", f"gradient of input {i}: {cmp.detail}", size, _dtype_name(dtype),
-                                    "contiguous", seed, cmp.mismatches))
+                                    "contiguous", seed + size, cmp.mismatches))
     return failures
 
 

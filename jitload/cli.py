@@ -81,7 +81,8 @@ def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.N
 def cmd_check(args: argparse.Namespace) -> int:
     if not args.no_isolate:
         # each kernel in a fresh process (jitload.check_process): a crash fails that kernel, not the command
-        extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else [])]
+        extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else []),
+                 *(["--no-guards"] if args.no_guards else [])]
         codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in _selected(args)]
         return max(codes, default=0)
     if args.sanitize:

@@ -28,6 +28,19 @@ _ALLOCATIONS = {
     torch.ops.aten.new_empty.default,
     torch.ops.aten.new_empty_strided.default,
 }
+# Factories that fill what they allocate (zeros_like is the usual output of a Triton kernel that accumulates
+# with atomics): guarded the same way, their values copied in.
+_FILLED = {
+    torch.ops.aten.zeros.default,
+    torch.ops.aten.zeros_like.default,
+    torch.ops.aten.ones.default,
+    torch.ops.aten.ones_like.default,
+    torch.ops.aten.full.default,
+    torch.ops.aten.full_like.default,
+    torch.ops.aten.new_zeros.default,
+    torch.ops.aten.new_ones.default,
+    torch.ops.aten.new_full.default,
+}
 
 
 @dataclass
@@ -37,6 +50,8 @@ class _Guarded:
     shape: tuple[int, ...]
     dtype: torch.dtype
     itemsize: int
+    address: int  # the storage's data pointer, by which an op writing into the tensor finds this record
+    resized: bool = False  # resize_ or an out= argument gave it another shape: its guards may now be inside it
 
 
 def _span_bytes(shape: tuple[int, ...], stride: tuple[int, ...], itemsize: int) -> int:
@@ -61,11 +76,14 @@ class GuardedAllocations(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self._guarded: list[_Guarded] = []
+        self._by_address: dict[int, _Guarded] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _ALLOCATIONS:
             return self._allocate(func(*args, **kwargs))
+        if func in _FILLED:
+            return self._allocate(func(*args, **kwargs), keep_values=True)
         if func.namespace not in ("aten", "prim", "prims"):
             # A registered op (torch.ops.ns.op): run its kernel below this mode with the mode on again, so the
             # allocations its C++ code makes are guarded too.
@@ -77,24 +95,44 @@ class GuardedAllocations(TorchDispatchMode):
                 below = keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
                 with self:
                     return func.redispatch(below, *args, **kwargs)
-        return func(*args, **kwargs)
+        resizable = self._resizable(func, args, kwargs)
+        result = func(*args, **kwargs)
+        for t, address in resizable:
+            if t.untyped_storage().data_ptr() != address or tuple(t.shape) != self._by_address[address].shape:
+                self._by_address[address].resized = True
+        return result
 
-    def _allocate(self, plain: torch.Tensor) -> torch.Tensor:
+    def _resizable(self, func, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, int]]:
+        # An out= argument, and resize_'s self, may come back with another shape or storage (an in-place op on
+        # a view does not count: a view past the end is just what the guards are for).
+        resizes = func in (torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default)
+        written = [kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+                   for i, a in enumerate(func._schema.arguments) if a.is_out or (resizes and i == 0)]
+        return [(t, t.untyped_storage().data_ptr()) for t in written
+                if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in self._by_address]
+
+    def _allocate(self, plain: torch.Tensor, keep_values: bool = False) -> torch.Tensor:
         itemsize = plain.element_size()
         span = _span_bytes(tuple(plain.shape), plain.stride(), itemsize)
         buffer = torch.full((2 * GUARD_BYTES + span,), PATTERN, dtype=torch.uint8, device=plain.device)
         # set_ rather than a view: the result is a fresh tensor to autograd (no _base), as an allocation must be.
         guarded = torch.empty(0, dtype=plain.dtype, device=plain.device).set_(
             buffer.untyped_storage(), GUARD_BYTES // itemsize, plain.shape, plain.stride())
-        if span:
+        if keep_values:
+            guarded.copy_(plain)
+        elif span:
             _poison(buffer[GUARD_BYTES:GUARD_BYTES + span].view(plain.dtype))
-        self._guarded.append(_Guarded(buffer, span, tuple(plain.shape), plain.dtype, itemsize))
+        record = _Guarded(buffer, span, tuple(plain.shape), plain.dtype, itemsize, buffer.untyped_storage().data_ptr())
+        self._guarded.append(record)
+        self._by_address[record.address] = record
         return guarded
 
     def violations(self) -> list[str]:
         """One line per allocation whose guard bytes changed: which side, and how far from the tensor's edge."""
         found = []
         for g in self._guarded:
+            if g.resized:
+                continue  # torch.empty(0) filled through out= (or resize_): its guards may now be inside it
             before = (g.buffer[:GUARD_BYTES] != PATTERN).nonzero().flatten()
             after = (g.buffer[GUARD_BYTES + g.span:] != PATTERN).nonzero().flatten()
             what = f"{str(g.dtype).removeprefix('torch.')} tensor of shape {list(g.shape)}"

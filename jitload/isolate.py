@@ -82,5 +82,8 @@ def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[A
             return payload
     finally:
         receive.close()
+        if child.is_alive():  # on_event raised, or Ctrl-C: the child goes too
+            child.terminate()
+            child.join()
     child.join()
     raise ChildDied(_death(child.exitcode))

@@ -361,3 +361,21 @@ def test_planted_nan_and_inf_must_match_the_reference():
 def test_unknown_layout_is_refused():
     with pytest.raises(ValueError, match="unknown layout"):
         _check(torch.add, layouts=("diagonal",))
+
+
+def add_into_a_resized_output(a, b):
+    out = torch.empty(0, dtype=a.dtype)  # the at::empty({0}) + out= pattern: torch resizes it, correctly
+    return torch.add(a, b, out=out)
+
+
+def zeros_then_one_past_the_end(a, b):
+    out = torch.zeros_like(a)  # a factory that fills is guarded too
+    torch.as_strided(out, (out.numel() + 1,), (1,), out.storage_offset())[:-1] = a.reshape(-1) + b.reshape(-1)
+    torch.as_strided(out, (out.numel() + 1,), (1,), out.storage_offset())[-1] = 0
+    return out
+
+
+def test_guards_tell_a_resized_output_from_a_write_past_the_end():
+    assert _check(add_into_a_resized_output, layouts=("contiguous",)).ok
+    report = _check(zeros_then_one_past_the_end, layouts=("contiguous",))
+    assert report.reasons == {"out_of_bounds_write"} and len(report.failures) == len(SIZES)

@@ -72,6 +72,7 @@ NAME = "crashy_add"
 SOURCES = ["crashy.cpp"]
 FUNCTION = "add"
 DTYPES = [torch.float32]
+BENCH_SIZES = {"cpu": [8]}
 CHECK_SIZES = [2, 7, 8]
 
 
