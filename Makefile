@@ -7,10 +7,10 @@ BIN := $(VENV)/bin
 
 IMAGE ?= pytorch-cuda:v2.8
 
-# The suite runs on pytest-xdist's workers, one a core; a file's tests stay on one worker (they share its
-# fixtures' builds), except the notebooks, each a test of its own. PYTEST_ARGS adds to the command line.
+# The suite runs on pytest-xdist's workers, one a core; a file's tests stay on one worker, in order (they
+# share its fixtures' builds, and some build on each other's edits). PYTEST_ARGS adds to the command line.
 PYTEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 .PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
 

@@ -12,18 +12,10 @@ def pytest_report_header(config):
     return [f"torch {torch.__version__} (CUDA {torch.version.cuda}), Python {platform.python_version()}, GPU: {gpu}"]
 
 
-# Files whose tests are independent end-to-end runs, each its own unit on pytest-xdist's workers.
-SPREAD_FILES = {"test_notebooks.py"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    # A test file is one unit of work for the workers: its tests share its module fixtures' builds, and two
-    # workers building one extension at once would only wait on each other's lock. The slow files go first, so
-    # that the longest units start early and the short ones fill in around them.
-    for item in items:
-        if item.path.name not in SPREAD_FILES:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    # A test file is one unit of work for the workers (make test: --dist loadfile): its tests share its module
+    # fixtures' builds, and run in order (test_extension's edits build on each other). The slow files go
+    # first, so that the longest units start early and the short ones fill in around them.
     slow_files = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: item.path not in slow_files)
     if torch.cuda.is_available():
