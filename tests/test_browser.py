@@ -169,7 +169,7 @@ def test_jupyterlab_runs_02_fusion(tmp_path):
 
             def saved_all():
                 # Every code cell numbered, not just some outputs: JupyterLab autosaves every 120 s, and an
-                # autosave from the middle of the run (cells still to run) once passed for this save (CI, stop 12).
+                # autosave from the middle of the run (cells still to run) would otherwise pass for this save.
                 cells = json.load(open(saved))["cells"]
                 return all(c.get("execution_count") for c in cells if c["cell_type"] == "code")
 
