@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import tempfile
 import torch
 
 from . import toolchain
+from .isolate import exit_reason
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit code when it found errors (its --error-exitcode)
 
@@ -53,13 +53,6 @@ class ProgressFile:
             return None
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
 def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize: bool) -> int:
     """Run ``jitload check FOLDER --no-isolate`` in a fresh process; its output passes through. Returns its exit
     code, after saying which case a crash happened in, or that compute-sanitizer found errors."""
@@ -89,9 +82,8 @@ def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize:
             where = ("before its first case" if case is None else
                      f"in {case['function']}, size={case['size']}, dtype={case['dtype']}, layout={case['layout']}, "
                      f"seed={case['seed']}")
-            how = _signal_name(code) if code < 0 else f"exit code {code}"
-            print(f"{kernel}: check FAIL: the checking process died ({how}) {where}; the cases after it did not "
-                  "run (`jitload check --no-isolate` runs them in this process)", flush=True)
+            print(f"{kernel}: check FAIL: the checking process died ({exit_reason(code)}) {where}; the cases after "
+                  "it did not run (`jitload check --no-isolate` runs them in this process)", flush=True)
             return 1
         if sanitize and code == SANITIZER_EXIT:
             print(f"{kernel}: check FAIL: compute-sanitizer reported memory errors (above)", flush=True)

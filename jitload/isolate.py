@@ -29,10 +29,11 @@ class ChildDied(RuntimeError):
         self.how = how
 
 
-def _death(exitcode: int | None) -> str:
+def exit_reason(exitcode: int | None) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it): "SIGSEGV", "exit code 3"."""
     if exitcode is not None and exitcode < 0:
         try:
-            return f"signal {signal.Signals(-exitcode).name}"
+            return signal.Signals(-exitcode).name
         except ValueError:
             return f"signal {-exitcode}"
     return f"exit code {exitcode}"
@@ -86,4 +87,4 @@ def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[A
             child.terminate()
             child.join()
     child.join()
-    raise ChildDied(_death(child.exitcode))
+    raise ChildDied(exit_reason(child.exitcode))
