@@ -16,6 +16,8 @@ from torch.utils import cpp_extension
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Every folder with a spec.py is a kernel (as jitload.kernels.names() finds them; that module is not imported here).
 KERNELS = sorted(e.name for e in os.scandir(HERE) if e.is_dir() and os.path.isfile(os.path.join(e.path, "spec.py")))
+# A kernel with a Python side (an autograd.py whose register() jitload_kernels calls) ships it as a subpackage.
+PYTHON_SIDES = [k for k in KERNELS if os.path.isfile(os.path.join(HERE, k, "autograd.py"))]
 
 
 def spec_lists(kernel: str) -> dict[str, list[str]]:
@@ -53,8 +55,8 @@ setup(
     name="jitload-kernels",
     version="0.1.0",
     description="jitload's fused kernels as ahead-of-time built torch ops (torch.ops.jitload.*)",
-    packages=["jitload_kernels", "jitload_kernels.add_relu"],
-    package_dir={"jitload_kernels": "jitload_kernels", "jitload_kernels.add_relu": "add_relu"},
+    packages=["jitload_kernels", *(f"jitload_kernels.{k}" for k in PYTHON_SIDES)],
+    package_dir={"jitload_kernels": "jitload_kernels", **{f"jitload_kernels.{k}": k for k in PYTHON_SIDES}},
     ext_modules=extensions(),
     cmdclass={"build_ext": cpp_extension.BuildExtension},
 )

@@ -12,10 +12,31 @@ def pytest_report_header(config):
     return [f"torch {torch.__version__} (CUDA {torch.version.cuda}), Python {platform.python_version()}, GPU: {gpu}"]
 
 
+# Files whose tests are independent of each other (no module fixture, no shared edits): each test is its own
+# unit of work for the workers, so that the longest of them (a notebook: minutes on 2 cores) run side by side.
+INDEPENDENT_FILES = {"test_notebooks.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """make test's ``--dist loadfile``, with the tests of INDEPENDENT_FILES spread one by one.
+
+    Every other file is one unit of work: its tests share its module fixtures' builds and run in order
+    (test_extension's edits build on each other). A scheduler of our own, through xdist's hook, because
+    ``--dist loadgroup`` reads xdist_group marks by rewriting node ids, which pytest 9.2 no longer allows."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return nodeid if os.path.basename(file) in INDEPENDENT_FILES else file
+
+    return FileScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    # A test file is one unit of work for the workers (make test: --dist loadfile): its tests share its module
-    # fixtures' builds, and run in order (test_extension's edits build on each other). The slow files go
-    # first, so that the longest units start early and the short ones fill in around them.
+    # The slow tests go first, so that the longest units start early and the short ones fill in around them.
     slow_files = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: item.path not in slow_files)
     if torch.cuda.is_available():
