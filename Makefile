@@ -8,9 +8,11 @@ BIN := $(VENV)/bin
 IMAGE ?= pytorch-cuda:v2.8
 
 # The suite runs on pytest-xdist's workers, one a core; a file's tests stay on one worker, in order (they
-# share its fixtures' builds, and some build on each other's edits). PYTEST_ARGS adds to the command line.
+# share its fixtures' builds, and some build on each other's edits), except the notebooks, one by one
+# (tests/conftest.py). Units go out in collection order, slow ones first, not xdist's most-tests-first, which
+# would leave the longest (a notebook, one test of minutes) for last. PYTEST_ARGS adds to the command line.
 PYTEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 .PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
 

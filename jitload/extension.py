@@ -7,11 +7,14 @@ What "changed" means is recorded in ``jitload.json`` beside the build (:mod:`jit
 user header the compilers reported (:mod:`jitload.fingerprint`). When both match, ``load`` returns without
 starting any process, however often the files were re-saved.
 
-A change reaches the process by one of two paths, and ``ext.info`` says which ran:
+A change reaches the process by one of three paths, and ``ext.info`` says which ran:
 
 - **kernel swap** (:mod:`jitload.swap`): the edit is inside ``__global__``/``__device__`` function bodies
   (of a ``.cu`` source or a header only its device code uses), the extension is loaded here and a GPU is
   visible. The device code alone is recompiled and the loaded kernels are replaced in place.
+- **kernel code alone** (no GPU visible): the same edit is compiled as a swap would compile it, so that its
+  errors show in about a second, and the loaded library stays as it is: nothing here runs its kernels, and
+  its host code did not change. The build on disk is left behind, so the next process builds it in full.
 - **full rebuild** (:mod:`jitload.build`): anything else. ninja recompiles the changed objects, and the
   library is linked and imported under a new name.
 """
@@ -75,9 +78,10 @@ class BuildSpec:
 class BuildInfo:
     """What the last ``load``/``reload`` did.
 
-    status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'loaded'
-    (imported a build already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any,
-    is still in use). ``reason`` says why a build ran in full when a kernel swap was not possible.
+    status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'compiled'
+    (no GPU: a kernel edit's device code compiled alone, the library kept), 'loaded' (imported a build
+    already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
+    ``reason`` says why a build ran in full when a kernel swap was not possible.
     """
 
     status: str
@@ -94,6 +98,8 @@ class BuildInfo:
         why = f" ({self.reason})" if self.reason else ""
         what = {"built": f"full rebuild {self.seconds:.2f} s, {self.commands} commands{why}",
                 "swapped": f"kernel swap ({self.kernels} kernel{'s' * (self.kernels != 1)}) {self.seconds:.2f} s",
+                "compiled": f"kernel code compiled alone {self.seconds:.2f} s (no GPU here to run it: the library "
+                            "and its host code stay; the next process builds in full)",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
         return f"{what} -> {self.module_name}"
@@ -159,6 +165,7 @@ class Extension:
         self._state = manifest.State()
         self._texts: dict[str, str] = {}  # what the loaded code was built from, for "what changed" messages
         self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
+        self._compiled_alone: set[str] = set()  # sources whose device code alone compiled since that module
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -229,7 +236,8 @@ class Extension:
             return self
 
     def _try_swap(self, changed: list[str], start: float) -> str:
-        """Swap the kernels of the units ``changed`` touches; '' when done, else why a full build is needed."""
+        """Swap the kernels of the units ``changed`` touches (with no GPU, compile them alone); '' when done,
+        else why a full build is needed."""
         state = self._state
         before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
         texts: dict[str, str] = {}
@@ -253,8 +261,10 @@ class Extension:
             texts[path] = text
             for src in touched:
                 units[src] = state.units[src]
-        if not swap.gpu_available():
-            return "no GPU to swap kernels on"
+        # Without a GPU nothing here can run the new kernels: their code is compiled alone, so that an error
+        # shows in about a second, and the library stays as it is (its host code, all that runs here, is the
+        # same). The build on disk is not updated: the next process to load it builds it in full.
+        gpu = swap.gpu_available()
         plans: dict[str, tuple[str, list[str]]] = {}
         try:
             shim = swap.Shim(self.module.__file__)
@@ -262,10 +272,12 @@ class Extension:
             plans = {src: swap.plan_unit(src, headers, registered, texts.get(src)) for src, headers in units.items()}
             images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
             for src in plans:
-                shim.load(images[src], plans[src][1])
-                self._swapped.add(src)
+                if gpu:
+                    shim.load(images[src], plans[src][1])
+                    self._swapped.add(src)
+                self._compiled_alone.add(src)
         except swap.CompileError as err:
-            if set(plans) <= self._swapped and err.messages and all(
+            if set(plans) <= self._compiled_alone and err.messages and all(
                     any(f"{p}(" in m or f"{p}:" in m for p in (*plans, *changed)) for m in err.messages):
                 # This file's device code compiled alone before, and every error is in the user's own lines:
                 # the edit is wrong, and the full build would only say so a minute later.
@@ -279,8 +291,8 @@ class Extension:
             state.files[path] = entry
         self._texts.update(texts)
         kernels = sum(len(p[1]) for p in plans.values())
-        self.info = BuildInfo("swapped", time.perf_counter() - start, len(plans), self._module.__name__,
-                              kernels=kernels)
+        self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(plans),
+                              self._module.__name__, kernels=kernels)
         return ""
 
     def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
@@ -359,7 +371,7 @@ class Extension:
                              os.path.join(directory, build.LOG_FILE)) from err
         if module is not self._module:
             self.modules_loaded += 1
-            self._swapped = set()
+            self._swapped, self._compiled_alone = set(), set()
         _LAST_LOADED[name] = module_name
         self._module, self._state = module, state
         info.module_name, info.seconds = module_name, time.perf_counter() - start

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import jitload
-from jitload import devicecode, swap, toolchain
+from jitload import devicecode, fingerprint, manifest, swap, toolchain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
 NVCC = os.path.join(toolchain.find_cuda_home() or "/usr/local/cuda", "bin", "nvcc")
@@ -261,12 +261,26 @@ def test_resave_of_identical_bytes_starts_no_process(seed_ext, monkeypatch):
 
 @needs_nvcc
 @pytest.mark.slow
-def test_without_a_gpu_a_kernel_edit_says_why_it_rebuilds(seed_ext, monkeypatch):
+def test_without_a_gpu_a_kernel_edit_is_compiled_alone_and_the_library_kept(seed_ext, monkeypatch):
     ext, path = seed_ext
     monkeypatch.setattr(swap, "gpu_available", lambda: False)
-    _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = B[idx] + A[idx];")
+    module, built = ext.module, manifest.read(ext.build_directory)
     try:
-        assert ext._try_swap([path], time.perf_counter()) == "no GPU to swap kernels on"
+        _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = B[idx] + A[idx];")
+        assert ext.reload().info.status == "compiled", ext.info
+        assert str(ext.info).startswith("kernel code compiled alone") and ext.info.kernels == 1
+        assert ext.module is module  # nothing here can run the new kernel: the library is kept
+        assert ext.reload().info.status == "unchanged"
+        # The build on disk still records the old source: the next process to load it builds it in full.
+        assert manifest.read(ext.build_directory) == built and path in fingerprint.changed(built.files)
+        # A typo inside the kernel: reported from the device code alone, in seconds, and the module stays.
+        _edit(path, "C[idx] = B[idx] + A[idx];", "C[idx] = B[idx] + A[idx]")
+        with pytest.raises(jitload.BuildError, match="kernel code alone was compiled"):
+            ext.reload()
+        assert ext.info.status == "failed" and ext.module is module
+        _edit(path, "C[idx] = B[idx] + A[idx]", "C[idx] = B[idx] + A[idx];")
+        assert ext.reload().info.status == "compiled"
+        # A host edit still needs the full build, and says why.
         _edit(path, '"B must be a CUDA tensor"', '"B: CUDA"')
         assert ext._try_swap([path], time.perf_counter()).startswith("host code changed: add_tensors_cuda()")
     finally:
