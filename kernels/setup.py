@@ -40,6 +40,10 @@ def extensions() -> list:
     else:
         print("jitload_kernels: no CUDA toolkit found (set CUDA_HOME): building the CPU kernels only")
     flags = ["-O3", "-DJITLOAD_WITH_CUDA"] if with_cuda else ["-O3"]
+    # setuptools compiles with Python's own CFLAGS, which carry -g: a binding's debug info of torch's templates
+    # costs 47 s instead of 27 s of g++ on 2 cores, and a 24 MB object instead of 0.8 MB (kernels/add/add.cpp).
+    # -g0, after them on the command line, turns it off; jitload's own builds never had it.
+    cxx_flags = [*flags, "-g0"]
     built = []
     for kernel in KERNELS:
         lists = spec_lists(kernel)
@@ -47,7 +51,7 @@ def extensions() -> list:
         make = cpp_extension.CUDAExtension if with_cuda else cpp_extension.CppExtension
         built.append(make(f"jitload_kernels._{kernel}", sources, include_dirs=[os.path.join(HERE, "common"),
                                                                                  os.path.join(HERE, kernel)],
-                          extra_compile_args={"cxx": flags, "nvcc": flags}))
+                          extra_compile_args={"cxx": cxx_flags, "nvcc": flags}))
     return built
 
 

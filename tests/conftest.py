@@ -17,6 +17,7 @@ def pytest_report_header(config):
 INDEPENDENT_FILES = {"test_notebooks.py"}
 
 
+@pytest.hookimpl(optionalhook=True)  # a plain pytest run, without xdist, still loads this file
 def pytest_xdist_make_scheduler(config, log):
     """make test's ``--dist loadfile``, with the tests of INDEPENDENT_FILES spread one by one.
 
@@ -36,7 +37,8 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The slow tests go first, so that the longest units start early and the short ones fill in around them.
+    # The slow tests go first (make test keeps this order: --no-loadscope-reorder), so that the longest units
+    # start early and the short ones fill in around them.
     slow_files = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: item.path not in slow_files)
     if torch.cuda.is_available():
