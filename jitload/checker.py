@@ -270,8 +270,12 @@ def _compare_one(got: Any, exp: torch.Tensor, rtol: float, atol: float) -> _Comp
     diff = (g - e).abs()
     finite_ref = torch.isfinite(e)
     nonfinite = ~torch.isfinite(g) & finite_ref
+    # NaN where the reference has NaN, and an infinity equal to the reference's, match (diff 0): the worst
+    # element is one that differs, not a NaN - NaN or inf - inf; any other NaN difference is the worst there is.
+    same = (g == e) | (torch.isnan(g) & torch.isnan(e))
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-    scaled = diff / (atol + rtol * e.abs())
+    diff = torch.where(same, torch.zeros_like(diff), diff)
+    scaled = torch.where(finite_ref, diff / (atol + rtol * e.abs()), diff)  # an infinite reference: inf / inf
     worst_flat = int(scaled.flatten().argmax())
     worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst_flat), got.shape))
     max_abs = float(diff[finite_ref].max()) if finite_ref.any() else 0.0

@@ -66,6 +66,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace):
     """Build the kernel and check each of its functions (versions, then baselines such as Triton)."""
     ext = _build(kernel, args.verbose)
+    device = kernel.device_for(device)
     ours = kernel.functions(ext)
     fns = {**ours, **kernel.baselines(device)}
     progress = ProgressFile(args.progress) if getattr(args, "progress", None) else None
@@ -114,8 +115,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for name in failed:
             print(f"{name}: not timed, since its check failed")
         timed = {name: fn for name, fn in fns.items() if name not in failed}
-        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.bench_sizes[device.type],
-                       dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=device,
+        runs_on = kernel.device_for(device)
+        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.bench_sizes[runs_on.type],
+                       dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=runs_on,
                        eager=kernel.reference, compiled=args.compiled)
         print(result)
         if not (args.plot or args.report):

@@ -57,12 +57,19 @@ class Kernel:
         """The spec's ``baselines(device)``: other implementations to time and check beside ours (Triton)."""
         return dict(self.spec.baselines(device)) if self.spec.baselines is not None else {}
 
+    def device_for(self, device: str | torch.device | None = None) -> torch.device:
+        """Where the kernel runs: ``device`` (default: the GPU where one is visible), but the CPU for a kernel
+        without CUDA sources, whose code would be handed GPU pointers it cannot read."""
+        if not self.spec.cuda_sources:
+            return torch.device("cpu")
+        return torch.device(device) if device is not None else toolchain.default_device()
+
     def check(self, fn: Callable[..., Any], *, device: str | torch.device | None = None,
               dtypes: Sequence[torch.dtype] | None = None, grad: bool | None = None, **kwargs: Any) -> CheckReport:
         """:func:`jitload.check` of ``fn`` against the reference, with the spec's inputs, sizes, dtypes,
         tolerances and gradient check (``grad=False`` skips it, for a baseline that has no backward)."""
         return check(fn, self.spec.reference, self.spec.make_inputs, sizes=self.spec.check_sizes,
-                     dtypes=list(dtypes if dtypes is not None else self.spec.dtypes), device=device,
+                     dtypes=list(dtypes if dtypes is not None else self.spec.dtypes), device=self.device_for(device),
                      grad=self.spec.grad if grad is None else grad and self.spec.grad,
                      tolerances=self.spec.tolerances, **kwargs)
 

@@ -22,7 +22,6 @@ from .benchmark import bench, fmt
 from .errors import BuildError
 from .extension import Extension, prepare
 from .kernels import Kernel
-from .toolchain import default_device
 
 
 class Watcher:
@@ -66,7 +65,7 @@ class Watcher:
 
     def _bench(self, fn: Callable[..., Any]) -> None:
         spec = self.kernel.spec
-        device = default_device()
+        device = self.kernel.device_for()
         result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.bench_sizes[device.type][-2:],
                        dtypes=spec.dtypes[:1], bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference,
                        target_ms=20, progress=False)

@@ -379,3 +379,16 @@ def test_guards_tell_a_resized_output_from_a_write_past_the_end():
     assert _check(add_into_a_resized_output, layouts=("contiguous",)).ok
     report = _check(zeros_then_one_past_the_end, layouts=("contiguous",))
     assert report.reasons == {"out_of_bounds_write"} and len(report.failures) == len(SIZES)
+
+
+def sum_with_neginf_as_zero(a, b):
+    s = a + b
+    return torch.where(torch.isneginf(s), torch.zeros_like(s), s)
+
+
+def test_a_nonfinite_mismatch_names_the_element_that_differs():
+    # The planted NaN matches (NaN = NaN); the -inf planted last does not, and the report says so.
+    report = check(sum_with_neginf_as_zero, reference_add, make_inputs, sizes=(7,), dtypes=[torch.float32],
+                   device="cpu", trials=1, layouts=("nonfinite",))
+    assert report.reasons == {"wrong_values"}
+    assert "worst at (6,): got 0.0, expected -inf" in report.failures[0].detail

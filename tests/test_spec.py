@@ -43,3 +43,16 @@ def test_a_missing_name_is_named_with_the_file():
                      BENCH_SIZES={"cpu": [8]})
     with pytest.raises(AttributeError, match=r"/k/thing/spec.py does not define make_inputs, reference_thing"):
         from_module(module, "thing")
+
+
+def test_a_kernel_without_cuda_sources_runs_on_the_cpu_where_a_gpu_is_visible(monkeypatch):
+    # Its code takes data_ptr() as host memory: handed CUDA tensors, it would read GPU pointers and crash.
+    monkeypatch.setattr(kernels.toolchain, "default_device", lambda: torch.device("cuda"))
+    module = _module(NAME="thing", SOURCES=["a.cpp"], FUNCTION="f", DTYPES=[torch.float32], BENCH_SIZES={"cpu": [8]},
+                     CHECK_SIZES=[8], reference_thing=torch.neg,
+                     make_inputs=lambda size, dtype, device: (torch.ones(size, dtype=dtype, device=device),))
+    cpu_only = kernels.Kernel("thing", "/k/thing", from_module(module, "thing"))
+    assert cpu_only.device_for() == cpu_only.device_for("cuda") == torch.device("cpu")
+    assert kernels.get("add").device_for() == torch.device("cuda")
+    # Inputs made on "cuda" would raise here (no GPU), so a passing check ran on the CPU.
+    assert cpu_only.check(torch.neg, trials=1).ok

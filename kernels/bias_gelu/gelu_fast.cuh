@@ -38,15 +38,27 @@ __device__ __forceinline__ float half_erfc(float a, float& e) {
     return q * w * e;  // the coefficients are 0.5 erfcx's, the 0.5 included
 }
 
+// NaN-propagating min (min.NaN, sm_80 and later; one instruction where fminf would drop the NaN).
+__device__ __forceinline__ float min_keep_nan(float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float z;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(z) : "f"(x), "f"(y));
+    return z;
+#else
+    return x != x ? x : fminf(x, y);
+#endif
+}
+
 // u Phi(u) = max(u, 0) - |u| h, h = 0.5 erfc(|u| / sqrt 2): u - u h for u >= 0 and u h below, in one FMA
-// (no select, no separate multiply by u), and neither tail loses digits to cancellation. |u| is not capped
-// here (one instruction an element less): a huge finite |u| still gives h = 0 (w flushes, a^2 overflows to
-// -inf under ex2), NaN stays NaN through |u| h, and +-inf give NaN (inf * 0), as torch's CPU gelu does in
-// float32.
+// (no select, no separate multiply by u), and neither tail loses digits to cancellation. A huge finite |u|
+// gives h = 0 (w flushes, a^2 overflows to -inf under ex2), so +inf is first capped at the largest float:
+// FLT_MAX - FLT_MAX * 0 rounds to +inf in T, as torch's gelu(+inf) is, where inf - inf * 0 would be NaN. -inf
+// gives NaN (-inf * 0) and NaN stays NaN, as in torch.
 __device__ __forceinline__ float erf(float u) {
-    const float a = fabsf(u);
+    const float v = min_keep_nan(u, 3.402823466e38f);  // FLT_MAX
+    const float a = fabsf(v);
     float e;
-    return fmaf(-a, half_erfc(a, e), fmaxf(u, 0.0f));
+    return fmaf(-a, half_erfc(a, e), fmaxf(v, 0.0f));
 }
 
 // Phi(u), the normal distribution's CDF: 1 - h for u >= 0 and h below.

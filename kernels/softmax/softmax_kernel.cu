@@ -79,13 +79,16 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
         for (int e = 0; e < N; ++e) s += exp_diff(jk::to_acc(a.v[e]), r);
     }
 
-    // The row's max, then each partial sum rescaled to it (a thread with no elements adds 0).
+    // The row's max, then each partial sum rescaled to it. A thread whose max is -inf holds exactly 0 (no
+    // elements, or -inf ones) or NaN (max() skips NaN, exp(NaN) does not): kept as it is, so that a NaN in the
+    // row makes its sum, and with it the whole row, NaN, as torch's softmax does.
     const A row_max = WARP ? jk::warp_max(m) : jk::block_max(m, scratch);
-    s = m == -INFINITY ? A(0) : s * exp_diff(r, row_max);
+    s = m == -INFINITY ? s : s * exp_diff(r, row_max);
     const A inv = A(1) / (WARP ? jk::warp_sum(s) : jk::block_sum(s, scratch));
 
-    // exp(x - r_cached) * exp(r_cached - row_max) / sum for the vectors in registers; the rest re-read.
-    const A scale = m == -INFINITY ? A(0) : exp_diff(r_cached, row_max) * inv;
+    // exp(x - r_cached) * exp(r_cached - row_max) / sum for the vectors in registers; the rest re-read. A
+    // thread of -inf elements scales by 0 * inv: 0, but NaN where the row's sum is NaN or 0 (a row of -inf).
+    const A scale = m == -INFINITY ? A(0) * inv : exp_diff(r_cached, row_max) * inv;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
