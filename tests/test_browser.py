@@ -1,6 +1,7 @@
 """A reader's first contact, end to end: headless Chromium opens JupyterLab as the container's entrypoint
-serves it, runs every cell of notebooks/02_fusion.ipynb from the Run menu, saves, and the notebook holds no
-error and a rendered plot (checked in the page and in the saved file).
+serves it, runs every cell of notebooks/00_environment.ipynb (the shortest walkthrough with a plot; nbclient runs
+every notebook in tests/test_notebooks.py) from the Run menu, saves, and the notebook holds no error and a
+rendered plot (checked in the page and in the saved file).
 
 Needs Debian's chromium and chromium-driver and sshd (the entrypoint starts both services): ``make
 system-deps`` installs them. Selenium drives the browser through the distribution's chromedriver, so nothing
@@ -24,9 +25,9 @@ from services import HAVE_SSHD, REPO, started
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-NOTEBOOK = "02_fusion.ipynb"
+NOTEBOOK = "00_environment.ipynb"
 
-CELL_TIMEOUT = 600  # one cell; the slowest, a cold build of add_relu and its benchmark, takes ~1 min on 2 idle cores
+CELL_TIMEOUT = 600  # one cell; the slowest, doctor's compiler probe or the copy's timing, takes seconds on 2 idle cores
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER and HAVE_SSHD),
@@ -123,7 +124,7 @@ def _wait_for_cells(driver, sources: list[str], shot: str) -> None:
         time.sleep(0.5)
 
 
-def test_jupyterlab_runs_02_fusion(tmp_path):
+def test_jupyterlab_runs_a_notebook_with_a_plot(tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
