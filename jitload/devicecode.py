@@ -31,6 +31,7 @@ import ctypes.util
 import functools
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Items of these kinds are compiled into the device unit; the rest stay on the host side only.
@@ -434,23 +435,44 @@ def _split_demangled(text: str) -> tuple[str, str, str] | None:
     return ret.strip(), qual.strip(), text[k:]
 
 
-def instantiations(items: list[Item], mangled: list[str]) -> tuple[list[str], list[str]]:
+def instantiations(items: list[Item], mangled: list[str], header_templates: Iterable[str] = (),
+                   visible: str = "") -> tuple[list[str], list[str]]:
     """Explicit instantiations for the registered kernels that are instances of the file's kernel templates,
     and the mangled names the device unit will then define (its plain kernels' names are added by the
-    caller's check against the compiled image)."""
-    templates = {qualified_name(item) for item in items if item.kind == "kernel" and item.is_template}
+    caller's check against the compiled image).
+
+    ``header_templates`` names kernel templates the file's own headers define (the kernel of a split layout
+    often lives in a shared header and is instantiated by the file's host code, which the unit leaves out).
+    Their instances are instantiated only where every name in the template arguments is spelled in ``visible``
+    (the file and its headers): an instance whose functor another file defines belongs to that file's unit."""
+    own = {qualified_name(item) for item in items if item.kind == "kernel" and item.is_template}
+    from_headers = set(header_templates) - own
     lines, names = [], []
     for name in mangled:
         text = demangle(name)
         if not text or "(anonymous namespace)" in text or "{lambda" in text or "::'" in text:
             continue
         parts = _split_demangled(text)
-        if not parts or parts[1] not in templates:
+        if not parts or parts[1] not in own | from_headers:
             continue
         ret, qual, rest = parts
+        if qual in from_headers and not _arguments_visible(rest, visible):
+            continue
         lines.append(f"template __global__ {ret or 'void'} {qual}{rest};")
         names.append(name)
     return lines, names
+
+
+# Names a template argument may use without being spelled in the unit's own files.
+_BUILTIN_WORDS = frozenset("bool char short int long signed unsigned float double void const volatile true false "
+                           "__half __nv_bfloat16 __half2 __nv_bfloat162".split())
+
+
+def _arguments_visible(rest: str, visible: str) -> bool:
+    """Whether every name in an instance's template arguments and parameters (``rest``: '<T, 2, Op>(params)')
+    is a builtin or is spelled in ``visible``, a namespace included (``jk::Vec`` needs both words)."""
+    words = set(re.findall(r"[A-Za-z_]\w*", rest)) - _BUILTIN_WORDS
+    return all(re.search(rf"\b{re.escape(w)}\b", visible) for w in words)
 
 
 def check_no_device_variables(text: str, items: list[Item] | None = None) -> None:
@@ -465,9 +487,12 @@ def check_no_device_variables(text: str, items: list[Item] | None = None) -> Non
             raise Unsure(f"device variables at line {item.line} belong to the loaded module")
 
 
-def device_unit(text: str, path: str, mangled: list[str] = ()) -> tuple[str, list[str]]:
+def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str, str] | None = None
+                ) -> tuple[str, list[str]]:
     """The torch-free unit for ``text`` (the file at ``path``) and the template instances it defines.
 
+    ``headers`` (path -> text) are the file's own headers, which the unit includes as the file does: the kernel
+    templates they define are instantiated too, for the instances this file's host code launched.
     Raises :class:`Unsure` where the file cannot be read with certainty, or holds device variables.
     """
     items = parse(text)
@@ -483,7 +508,10 @@ def device_unit(text: str, path: str, mangled: list[str] = ()) -> tuple[str, lis
                 r"__global__|__device__|__constant__", snippet):
             continue
         body.append(f'#line {item.line} "{path}"\n{snippet}\n')
-    extra, names = instantiations(items, list(mangled))
+    header_templates = {qualified_name(item) for header in (headers or {}).values() for item in parse(header)
+                        if item.kind == "kernel" and item.is_template}
+    visible = "\n".join([text, *(headers or {}).values()])
+    extra, names = instantiations(items, list(mangled), header_templates, visible)
     joined = "".join(body) + "\n".join(extra)
     headers = [h for pattern, h in _LIGHT_HEADERS if pattern.search(joined)]
     prelude = [f"#include <{h}>" for h in headers]

@@ -169,14 +169,15 @@ def plan_unit(source: str, headers: list[str], registered: list[str],
             with open(source) as f:
                 text = f.read()
         defined = _defined_kernels(text)
+        header_texts = {}
         for header in headers:
             with open(header) as f:
-                header_text = f.read()
+                header_text = header_texts[header] = f.read()
             if devicecode.includes_torch(header_text):
                 raise SwapError(f"{os.path.basename(header)} includes torch headers")
             devicecode.check_no_device_variables(header_text)
             defined |= _defined_kernels(header_text)
-        unit, _ = devicecode.device_unit(text, source, registered)
+        unit, _ = devicecode.device_unit(text, source, registered, header_texts)
     except devicecode.Unsure as err:
         raise SwapError(f"{os.path.basename(source)}: {err}") from err
     except OSError as err:

@@ -206,6 +206,27 @@ def test_device_unit_errors_point_at_the_users_file(tmp_path):
     assert '/home/me/add.cu(9): error: identifier "undefined_name" is undefined' in done.stdout + done.stderr
 
 
+@needs_nvcc
+def test_a_kernel_template_in_a_shared_header_is_instantiated_for_the_files_own_instances(tmp_path):
+    # kernels/add: add_kernel.cu's host code launches jk::map_vec_kernel / map_scalar_kernel, templates that
+    # kernels/common/jk_elementwise.cuh defines, with the file's own AddOp. The unit leaves that host code out,
+    # so it must instantiate them itself; an instance with another file's functor is that file's to provide.
+    kernels_dir = os.path.join(os.path.dirname(CORPUS), "..", "kernels")
+    common, folder = os.path.join(kernels_dir, "common"), os.path.join(kernels_dir, "add")
+    source = os.path.join(folder, "add_kernel.cu")
+    registered = sorted(n.decode() for n in _nvcc_cubin(source, tmp_path / "full.cubin", f"-I{common}",
+                                                         f"-I{folder}"))
+    assert len(registered) >= 8 and all("AddOp" in devicecode.demangle(n) for n in registered)
+    foreign = registered[0].replace("5AddOp", "10ReluGradOp")
+    headers = [os.path.join(common, "jk_elementwise.cuh"), os.path.join(common, "jk_cuda.cuh"),
+               os.path.join(folder, "add.h")]
+    unit, names = swap.plan_unit(source, headers, [*registered, foreign])
+    assert "ReluGradOp" not in unit and sorted(names) == sorted([*registered, foreign])  # its load is refused
+    (tmp_path / "unit.cu").write_text(unit)
+    assert {n.encode() for n in registered} <= _nvcc_cubin(tmp_path / "unit.cu", tmp_path / "unit.cubin",
+                                                            f"-I{common}", f"-I{folder}")
+
+
 def test_demangled_template_instances_become_explicit_instantiations():
     items = devicecode.parse(_read("shared_reduce.cu"))
     lines, names = devicecode.instantiations(items, ["_ZN6reduce8row_sumsILi256EEEvPKfPfi", "_Z1fv"])
