@@ -10,7 +10,8 @@ includes), the compiled host code is still right, and only the kernels need repl
    launch (``<<<>>>``, ``cudaLaunchKernel``, ``cudaLaunchKernelEx``, cooperative launches) and every query
    that takes a kernel (attributes, occupancy) to the newest code for that kernel.
 2. On such an edit, :mod:`jitload.devicecode` derives a torch-free unit from the source (its device code,
-   light c10 headers, explicit instantiations of the templated kernels the library registered), nvcc compiles
+   light c10 headers, explicit instantiations of the templated kernels the library registered, those its own
+   headers define included, such as kernels/common's), nvcc compiles
    it to a fatbin with the build's own device flags (under a second), and the shim loads it
    (``cudaLibraryLoadData``) and redirects the kernels, all or none.
 
