@@ -9,6 +9,8 @@ preprocessor lines, declarations, type and function definitions; comments and li
   except that a ``__global__``/``__device__`` function contributes only its signature. Two versions with the
   same host view differ only inside device-function bodies, so the compiled host code (wrappers, bindings,
   launch stubs, registration) is still right for the new version and only the kernels need replacing.
+- :func:`added_device_headers`: whether a change of host view is only new ``#include "..."`` lines of headers
+  that hold ``__device__`` functions alone, which the host compiler turns into nothing (so a swap will do).
 - :func:`device_unit`: the file without host functions, module/op registrations, torch declarations and torch
   includes; the light c10/ATen headers its device code names (``c10::Half``, ``BFloat16``,
   ``PackedTensorAccessor32``, c10 macros) are included instead, and each templated kernel that the loaded
@@ -373,6 +375,67 @@ def _mask_comments_only(text: str) -> str:
 
 def includes_torch(text: str) -> bool:
     return any(_TORCH_INCLUDE.match(f"#include <{target}>") for target in include_lines(text))
+
+
+def device_only_names(text: str) -> set[str] | None:
+    """The names a header declares when it holds ``__device__`` functions alone, else None.
+
+    Alone means: no kernels (their host stubs are host code), no ``__host__ __device__`` functions, types,
+    variables, macros or includes of its own; namespaces around the functions, ``#pragma once`` and a
+    classic include guard are fine. Including such a header changes nothing the host compiler emits,
+    provided the includer's host code names none of what it declares (see :func:`added_device_headers`).
+    """
+    try:
+        items = parse(text)
+    except Unsure:
+        return None
+    masked = _mask_comments_only(text)
+    names: set[str] = set()
+    guard = None
+    for item in items:
+        if item.kind in ("device", "namespace"):
+            names.update(n for n in (item.name, *item.scope) if n)
+        elif item.kind == "pp":
+            line = " ".join(masked[item.start:item.end].split())
+            opened = re.fullmatch(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)", line)
+            if opened and guard is None:
+                guard = opened.group(1) or opened.group(2)
+                names.add(guard)
+            elif not (re.fullmatch(r"#\s*pragma\s+once", line) or re.fullmatch(r"#\s*endif", line)
+                      or (guard and re.fullmatch(rf"#\s*define\s+{guard}", line))):
+                return None
+        elif item.kind != "end":
+            return None
+    return names
+
+
+def added_device_headers(old: str, new: str, read_header) -> list[str] | None:
+    """Where ``new``'s host side differs from ``old``'s only by added ``#include "..."`` lines of headers that
+    hold device functions alone (:func:`device_only_names`), and its host code names nothing they declare: the
+    added headers' paths. None for any other host difference (or none at all).
+
+    ``read_header(target)`` gives ``(path, text)`` for an include target, as the compiler would find it, or
+    None. Such an edit leaves the compiled host code right, so it can be swapped like a kernel-body edit."""
+    try:
+        before = [part for _, part in host_parts(old, parse(old))]
+        after = [part for _, part in host_parts(new, parse(new))]
+    except Unsure:
+        return None
+    kept, added, declared = [], [], set()
+    for part in after:
+        include = re.fullmatch(r'#\s*include\s*"([^"]+)"\s*(?://.*|/\*.*\*/)?', part)
+        if include is None or part in before:
+            kept.append(part)
+            continue
+        found = read_header(include.group(1))
+        names = device_only_names(found[1]) if found else None
+        if names is None:
+            return None
+        added.append(found[0])
+        declared |= names
+    if not added or kept != before or declared & set(_IDENT.findall(" ".join(kept))):
+        return None
+    return added
 
 
 # ---- explicit instantiations from the mangled names the loaded library registered ----

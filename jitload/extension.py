@@ -242,6 +242,7 @@ class Extension:
         before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
         texts: dict[str, str] = {}
         units: dict[str, list[str]] = {}
+        added: dict[str, list[str]] = {}  # source -> device-only headers it now includes
         for path in changed:
             label = _label(path)
             text = _read_text(path)
@@ -253,14 +254,19 @@ class Extension:
             if old is None:
                 return f"{label} is outside what a kernel swap reads with certainty"
             if _host_view(path, text) != old:
-                where = devicecode.first_host_difference(self._texts[path], text) if path in self._texts else None
-                return f"host code changed: {where} in {label}" if where else f"host code changed in {label}"
+                headers = self._added_device_headers(path, text) if path in state.units else None
+                if headers is None:
+                    where = devicecode.first_host_difference(self._texts[path], text) if path in self._texts else None
+                    return f"host code changed: {where} in {label}" if where else f"host code changed in {label}"
+                added[path] = headers
             touched = [src for src, headers in state.units.items() if path == src or path in headers]
             if not touched:
                 return f"host code changed: {label}"
             texts[path] = text
             for src in touched:
-                units[src] = state.units[src]
+                units[src] = [*state.units[src], *added.get(src, ())]
+        new_headers = [h for headers in added.values() for h in headers]
+        before.update(fingerprint.take(new_headers))
         # Without a GPU nothing here can run the new kernels: their code is compiled alone, so that an error
         # shows in about a second, and the library stays as it is (its host code, all that runs here, is the
         # same). The build on disk is not updated: the next process to load it builds it in full.
@@ -289,11 +295,39 @@ class Extension:
             return f"kernel swap not possible: {err}"
         for path, entry in before.items():
             state.files[path] = entry
+        for src, headers in added.items():
+            # From now on the headers are the source's own: an edit of theirs is swapped (or, where it adds
+            # host code, rebuilt), and the source's host view is the one that includes them.
+            state.units[src] = list(dict.fromkeys([*state.units[src], *headers]))
+            state.hosts[src] = _host_view(src, texts[src])
+            for header in headers:
+                header_text = _read_text(header)
+                state.hosts[header] = _host_view(header, header_text)
+                if header_text is not None:
+                    self._texts[header] = header_text
         self._texts.update(texts)
         kernels = sum(len(p[1]) for p in plans.values())
         self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(plans),
                               self._module.__name__, kernels=kernels)
         return ""
+
+    def _added_device_headers(self, path: str, text: str) -> list[str] | None:
+        """The headers ``text`` newly includes when that is its only host-side change, and each holds device
+        functions alone (devicecode.added_device_headers); None otherwise."""
+        if path not in self._texts:
+            return None
+        folders = [os.path.dirname(path), *self._spec.extra_include_paths]
+
+        def read_header(target: str) -> tuple[str, str] | None:
+            # The compiler's order for #include "...": the including file's folder, then the -I folders.
+            for folder in folders:
+                candidate = os.path.abspath(os.path.join(folder, target))
+                if os.path.isfile(candidate):
+                    text = _read_text(candidate)
+                    return None if text is None else (candidate, text)
+            return None
+
+        return devicecode.added_device_headers(self._texts[path], text, read_header)
 
     def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
         spec, directory = self._spec, self._spec.build_directory

@@ -2,7 +2,8 @@
 
 A full build of a source that includes torch costs 30-60 s, nearly all of it torch's headers. When an edit
 changes only the bodies of ``__global__``/``__device__`` functions (or a header that only device code
-includes), the compiled host code is still right, and only the kernels need replacing:
+includes, or adds the ``#include`` of a header of ``__device__`` functions alone), the compiled host code is
+still right, and only the kernels need replacing:
 
 1. Every CUDA extension jitload links carries a small shim (``swap_shim.cpp``, linked with
    ``-Wl,--wrap=`` on the CUDA runtime's registration and launch entry points of that library alone). It

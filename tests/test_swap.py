@@ -84,6 +84,53 @@ def test_device_header_edit_keeps_its_host_view_and_a_host_device_edit_does_not(
     assert devicecode.host_view(both.replace("offset >>= 1", "offset /= 2")) != devicecode.host_view(both)
 
 
+ADD_OP = ("#pragma once\n// the arithmetic of add_kernel\n"
+          "__device__ inline float add_op(float a, float b) { return a + b; }\n")
+GUARDED = ("#ifndef OPS_CUH\n#define OPS_CUH\nnamespace ops {\ntemplate <class T>\n"
+           "__device__ __forceinline__ T twice(T x) { return x + x; }\n}  // namespace ops\n#endif\n")
+
+
+@pytest.mark.parametrize(("header", "names"), [
+    (ADD_OP, {"add_op"}),
+    (GUARDED, {"OPS_CUH", "ops", "twice"}),
+    (ADD_OP + "__global__ void k(float* x) { x[0] = 1; }\n", None),  # a kernel has a host stub
+    (ADD_OP + "__host__ __device__ float h(float a) { return a; }\n", None),
+    (ADD_OP + "constexpr __device__ int tile() { return 128; }\n", None),  # host code may call it
+    (ADD_OP + "struct Pair { float a, b; };\n", None),
+    (ADD_OP + "#define TILE 128\n", None),
+    ("#pragma once\n#include <cuda_fp16.h>\n__device__ float f(float a) { return a; }\n", None),
+    (ADD_OP + "__device__ float g(float a);\n", None),  # a declaration: its definition is elsewhere
+    (ADD_OP + "__constant__ float table[4];\n", None),
+])
+def test_a_header_of_device_functions_alone_is_told_apart(header, names):
+    assert devicecode.device_only_names(header) == names
+
+
+def test_an_added_include_of_device_functions_alone_keeps_the_host_side():
+    text = _read("seed_add.cu")
+    include = text.replace("#include <cuda_runtime.h>\n", '#include <cuda_runtime.h>\n#include "add_op.cuh"\n')
+    used = include.replace("C[idx] = A[idx] + B[idx];", "C[idx] = add_op(A[idx], B[idx]);")
+    headers = {"add_op.cuh": ADD_OP, "ops.cuh": GUARDED, "host.cuh": ADD_OP + "inline int h() { return 1; }\n"}
+
+    def read_header(target):
+        return (f"/src/{target}", headers[target]) if target in headers else None
+
+    assert devicecode.host_view(used) != devicecode.host_view(text)  # an #include is host code, as read alone
+    assert devicecode.added_device_headers(text, used, read_header) == ["/src/add_op.cuh"]
+    two = used.replace('#include "add_op.cuh"\n', '#include "add_op.cuh"  // helpers\n#include "ops.cuh"\n')
+    assert devicecode.added_device_headers(text, two, read_header) == ["/src/add_op.cuh", "/src/ops.cuh"]
+    # Anything else that changes the host side, and it is a host edit as before.
+    assert devicecode.added_device_headers(text, text, read_header) is None
+    assert devicecode.added_device_headers(text, used.replace("block(256)", "block(128)"), read_header) is None
+    assert devicecode.added_device_headers(text, used.replace("add_op.cuh", "host.cuh"), read_header) is None
+    assert devicecode.added_device_headers(text, used.replace("add_op.cuh", "missing.cuh"), read_header) is None
+    # The host code naming what the header declares (an overload, a variable of that name) is host code.
+    clash = used.replace("int size = A.numel();", "int size = A.numel(); int add_op = 0;")
+    assert devicecode.added_device_headers(text, clash, read_header) is None
+    # An include taken away: the loaded host code saw the header, which may have changed since.
+    assert devicecode.added_device_headers(used, text, read_header) is None
+
+
 @pytest.mark.parametrize("text", [
     "#if X\nvoid f() {\n#else\nvoid f() { {\n#endif\n}\n",  # braces split across preprocessor branches
     'const char* s = "unterminated;\n',
@@ -487,3 +534,39 @@ def test_swapped_kernel_runs_on_a_second_gpu(seed_ext):
     finally:
         with open(path, "w") as f:
             f.write(_read("seed_add.cu"))
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_an_include_of_device_functions_alone_is_swapped_and_then_followed(seed_ext):
+    # The seed article's next step: the kernel's arithmetic moves into a header. Adding the #include changes
+    # no host code (the header holds __device__ functions alone), so it is a kernel edit, not a full build.
+    ext, path = seed_ext
+    gpu = torch.cuda.is_available()
+    status = "swapped" if gpu else "compiled"
+    header = os.path.join(os.path.dirname(path), "add_op.cuh")
+    try:
+        ext.reload()  # from whatever the tests before left: the file as in the corpus
+        module = ext.module
+        with open(header, "w") as f:
+            f.write(ADD_OP)
+        _edit(path, "#include <cuda_runtime.h>\n", '#include <cuda_runtime.h>\n#include "add_op.cuh"\n')
+        _edit(path, "C[idx] = A[idx] + B[idx];", "C[idx] = add_op(B[idx], A[idx]);")
+        assert ext.reload().info.status == status, ext.info
+        assert header in ext.files() and ext.module is module
+        assert ext.reload().info.status == "unchanged"
+        # The header is followed from now on: an edit inside its function is a kernel edit too.
+        _edit(header, "return a + b;", "return a - b;")
+        assert ext.reload().info.status == status, ext.info
+        if gpu:
+            a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+            torch.testing.assert_close(ext.add(a, b), b - a)
+        # Host code in the header (the host compiler would see it): a full build, which says why.
+        _edit(header, "return a - b; }", "return a - b; }\ninline int host_side() { return 1; }")
+        reason = ext._try_swap(fingerprint.changed(ext._state.files), time.perf_counter())
+        assert reason.startswith("host code changed: host_side() at line 4 in") and reason.endswith("add_op.cuh")
+    finally:
+        with open(path, "w") as f:
+            f.write(_read("seed_add.cu"))
+        if os.path.exists(header):
+            os.remove(header)
