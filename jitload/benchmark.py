@@ -23,6 +23,7 @@ exact loop, and because it must also run on a CPU.
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,13 +143,18 @@ class BenchResult:
         # The panel lives a floor up (jitload.widgets imports this module, never the reverse).
         raise AttributeError("BenchResult.widget() is gone: use jitload.widgets.BenchPanel(result)")
 
+    def _compile_notes(self) -> list[str]:
+        return [f"{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
+                for name, s in self.compile_seconds.items()]
+
     def __repr__(self) -> str:
-        extra = "".join(f"\n{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
-                        for name, s in self.compile_seconds.items())
+        extra = "".join(f"\n{note}" for note in self._compile_notes())
         return f"BenchResult on {self.device_name}\n{self.table.to_string(index=False, float_format=fmt)}{extra}"
 
     def _repr_html_(self) -> str:
-        return f"<b>BenchResult on {self.device_name}</b>" + self.table.to_html(index=False, float_format=fmt)
+        notes = "".join(f"<br>{html.escape(note)}" for note in self._compile_notes())
+        return (f"<b>BenchResult on {html.escape(self.device_name)}</b>"
+                + self.table.to_html(index=False, float_format=fmt) + notes)
 
     def to_markdown(self) -> str:
         shown = self.table.copy()

@@ -139,6 +139,7 @@ def test_compiled_baseline_keeps_compile_time_out_of_the_median():
     compiled_ms = res.table.loc[res.table["name"] == "torch.compile", "median_ms"].item()
     assert res.compile_seconds["torch.compile"] > 10 * compiled_ms / 1e3
     assert "compilation" in repr(res)
+    assert "torch.compile: first calls (compilation) took" in res._repr_html_()  # what a notebook shows
 
 
 def test_bad_arguments():
