@@ -380,26 +380,44 @@ def includes_torch(text: str) -> bool:
 def device_only_names(text: str) -> set[str] | None:
     """The names a header declares when it holds ``__device__`` functions alone, else None.
 
-    Alone means: no kernels (their host stubs are host code), no ``__host__ __device__`` functions, types,
-    variables, macros or includes of its own; namespaces around the functions, ``#pragma once`` and a
-    classic include guard are fine. Including such a header changes nothing the host compiler emits,
-    provided the includer's host code names none of what it declares (see :func:`added_device_headers`).
+    Alone means: no kernels (their host stubs are host code), no ``__host__ __device__`` or ``constexpr``
+    functions, types, variables, macros, pragmas or includes of its own; namespaces around the functions,
+    ``#pragma once`` and a classic include guard are fine. Anything this reader does not follow with certainty
+    (attributes, ``_Pragma``, token pasting, digraphs, a macro call in a function's head, operators) is None
+    too. Including such a header changes nothing the host compiler emits, provided nothing else names what it
+    declares (see :func:`added_device_headers`).
     """
     try:
         items = parse(text)
+        masked = _mask(text)
     except Unsure:
         return None
-    masked = _mask_comments_only(text)
+    if re.search(r"\b(_Pragma|__attribute__|__host__|__declspec)\b|##|%:|\?\?=|<%|%>", masked):
+        return None
     names: set[str] = set()
     guard = None
     for item in items:
-        if item.kind in ("device", "namespace"):
-            names.update(n for n in (item.name, *item.scope) if n)
+        if item.kind == "device":
+            head = masked[item.start:item.body]
+            # One parenthesised group in the head, the parameter list: a macro call there could expand to anything.
+            depth = groups = 0
+            for ch in re.sub(r"[^()]", "", head):
+                groups += ch == "(" and depth == 0
+                depth += 1 if ch == "(" else -1
+            if groups != 1 or not item.name.isidentifier():
+                return None
+            names.add(item.name)
+        elif item.kind == "namespace":
+            if item.name == 'extern "C"':
+                return None
+            names.update(part for part in item.name.split("::") if part)
         elif item.kind == "pp":
             line = " ".join(masked[item.start:item.end].split())
             opened = re.fullmatch(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)", line)
-            if opened and guard is None:
+            if opened and guard is None and not names:
                 guard = opened.group(1) or opened.group(2)
+                if guard.startswith("_") or guard == "NDEBUG":  # a name the implementation or the host code reads
+                    return None
                 names.add(guard)
             elif not (re.fullmatch(r"#\s*pragma\s+once", line) or re.fullmatch(r"#\s*endif", line)
                       or (guard and re.fullmatch(rf"#\s*define\s+{guard}", line))):
@@ -409,31 +427,37 @@ def device_only_names(text: str) -> set[str] | None:
     return names
 
 
-def added_device_headers(old: str, new: str, read_header) -> list[str] | None:
+def added_device_headers(old: str, new: str, read_header, others: Iterable[str] = ()) -> list[str] | None:
     """Where ``new``'s host side differs from ``old``'s only by added ``#include "..."`` lines of headers that
-    hold device functions alone (:func:`device_only_names`), and its host code names nothing they declare: the
-    added headers' paths. None for any other host difference (or none at all).
+    hold device functions alone (:func:`device_only_names`): the added headers' paths. None for any other host
+    difference (or none at all).
 
     ``read_header(target)`` gives ``(path, text)`` for an include target, as the compiler would find it, or
-    None. Such an edit leaves the compiled host code right, so it can be swapped like a kernel-body edit."""
+    None; ``others`` are the texts of the user headers the file included already. Nothing outside device-function
+    bodies in ``new``, and nothing in ``others``, may name what the added headers declare (an overload, a guard
+    macro shared with another header), and each include must come after the file's torch includes (the device
+    code alone is compiled with light c10 headers first, so it would see names the full build does not). Such
+    an edit leaves the compiled host code right, so it can be swapped like a kernel-body edit."""
     try:
         before = [part for _, part in host_parts(old, parse(old))]
         after = [part for _, part in host_parts(new, parse(new))]
     except Unsure:
         return None
     kept, added, declared = [], [], set()
-    for part in after:
-        include = re.fullmatch(r'#\s*include\s*"([^"]+)"\s*(?://.*|/\*.*\*/)?', part)
+    torch_seen = [i for i, part in enumerate(after) if _TORCH_INCLUDE.match(part)]
+    for i, part in enumerate(after):
+        include = re.fullmatch(r'#\s*include\s*"([^"\s]+)"\s*(?://.*|/\*.*\*/)?', part)
         if include is None or part in before:
             kept.append(part)
             continue
         found = read_header(include.group(1))
         names = device_only_names(found[1]) if found else None
-        if names is None:
+        if names is None or (torch_seen and i < torch_seen[-1]):
             return None
         added.append(found[0])
         declared |= names
-    if not added or kept != before or declared & set(_IDENT.findall(" ".join(kept))):
+    elsewhere = set(_IDENT.findall(" ".join(kept))).union(*(_IDENT.findall(_mask_comments_only(t)) for t in others))
+    if not added or kept != before or declared & elsewhere:
         return None
     return added
 

@@ -243,6 +243,7 @@ class Extension:
         texts: dict[str, str] = {}
         units: dict[str, list[str]] = {}
         added: dict[str, list[str]] = {}  # source -> device-only headers it now includes
+        new_headers: dict[str, tuple[list, str]] = {}  # each one's fingerprint and text, as checked
         for path in changed:
             label = _label(path)
             text = _read_text(path)
@@ -258,15 +259,15 @@ class Extension:
                 if headers is None:
                     where = devicecode.first_host_difference(self._texts[path], text) if path in self._texts else None
                     return f"host code changed: {where} in {label}" if where else f"host code changed in {label}"
-                added[path] = headers
+                added[path] = list(headers)
+                new_headers.update(headers)
             touched = [src for src, headers in state.units.items() if path == src or path in headers]
             if not touched:
                 return f"host code changed: {label}"
             texts[path] = text
             for src in touched:
                 units[src] = [*state.units[src], *added.get(src, ())]
-        new_headers = [h for headers in added.values() for h in headers]
-        before.update(fingerprint.take(new_headers))
+        before.update({h: entry for h, (entry, _) in new_headers.items()})
         # Without a GPU nothing here can run the new kernels: their code is compiled alone, so that an error
         # shows in about a second, and the library stays as it is (its host code, all that runs here, is the
         # same). The build on disk is not updated: the next process to load it builds it in full.
@@ -301,33 +302,44 @@ class Extension:
             state.units[src] = list(dict.fromkeys([*state.units[src], *headers]))
             state.hosts[src] = _host_view(src, texts[src])
             for header in headers:
-                header_text = _read_text(header)
+                header_text = new_headers[header][1]
                 state.hosts[header] = _host_view(header, header_text)
-                if header_text is not None:
-                    self._texts[header] = header_text
+                self._texts[header] = header_text
         self._texts.update(texts)
         kernels = sum(len(p[1]) for p in plans.values())
         self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(plans),
                               self._module.__name__, kernels=kernels)
         return ""
 
-    def _added_device_headers(self, path: str, text: str) -> list[str] | None:
+    def _added_device_headers(self, path: str, text: str) -> dict[str, tuple[list, str]] | None:
         """The headers ``text`` newly includes when that is its only host-side change, and each holds device
-        functions alone (devicecode.added_device_headers); None otherwise."""
-        if path not in self._texts:
+        functions alone (devicecode.added_device_headers), with the fingerprint and text each was judged by;
+        None otherwise."""
+        flags = (*self._spec.extra_cflags, *self._spec.extra_cuda_cflags)
+        if path not in self._texts or any("-iquote" in f for f in flags):  # folders searched before ours
             return None
+        if _host_view(path, self._texts[path]) != self._state.hosts.get(path):
+            return None  # the text kept is not the one the loaded host code was compiled from
         folders = [os.path.dirname(path), *self._spec.extra_include_paths]
+        read: dict[str, tuple[list, str]] = {}
 
         def read_header(target: str) -> tuple[str, str] | None:
-            # The compiler's order for #include "...": the including file's folder, then the -I folders.
+            # nvcc's order for #include "...": the including file's folder, then the -I folders; each path
+            # resolved as the system resolves it when the compiler opens it (realpath: through symlinks).
             for folder in folders:
-                candidate = os.path.abspath(os.path.join(folder, target))
+                candidate = os.path.realpath(os.path.join(folder, target))
                 if os.path.isfile(candidate):
-                    text = _read_text(candidate)
-                    return None if text is None else (candidate, text)
+                    entry = fingerprint.take([candidate]).get(candidate)  # before the read: a later save shows
+                    header_text = _read_text(candidate)
+                    if entry is None or header_text is None:
+                        return None
+                    read[candidate] = (entry, header_text)
+                    return candidate, header_text
             return None
 
-        return devicecode.added_device_headers(self._texts[path], text, read_header)
+        others = [t for h in self._state.units.get(path, []) if (t := _read_text(h)) is not None]
+        found = devicecode.added_device_headers(self._texts[path], text, read_header, others)
+        return None if found is None else {h: read[h] for h in found}
 
     def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
         spec, directory = self._spec, self._spec.build_directory
@@ -344,6 +356,7 @@ class Extension:
                 warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
                               "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
             # Fingerprint before compiling: a file saved during the build must look changed next time.
+            started_ns = time.time_ns() - 50_000_000  # file times come from a coarser clock (a few ms)
             before = fingerprint.take((*spec.sources, *state.files))
             objects = build.write_ninja_file(**spec.torch_args())
             compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
@@ -358,7 +371,7 @@ class Extension:
                 if linked.returncode != 0:
                     raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
                 commands += linked.commands
-            new_state = self._describe(key, tag, objects, before)
+            new_state = self._describe(key, tag, objects, before, started_ns)
             manifest.write(directory, new_state)
             build.prune_libraries(directory, spec.name, keep=os.path.basename(library))
             status = "built" if commands else ("loaded" if self._module is None or
@@ -366,13 +379,23 @@ class Extension:
             info = BuildInfo(status, 0.0, commands, reason=reason if status == "built" else "")
             self._adopt(new_state, library, info, start)
 
-    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record) -> manifest.State:
+    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record,
+                  started_ns: int) -> manifest.State:
         """The manifest of a finished build: fingerprints as taken before it, host views, each unit's headers."""
         spec, directory = self._spec, self._spec.build_directory
         paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
         files = {p: before.get(p) or entry for p, entry in fingerprint.take(paths).items()}
+        for p, entry in files.items():
+            if p not in before and entry[0] >= started_ns:
+                # A header first known from this build's depfiles, saved while it ran: what was compiled is
+                # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
+                files[p] = fingerprint.unknown()
         texts = {p: _read_text(p) for p in files if p.endswith(_DEVICE_CAPABLE)}
-        hosts = {p: _host_view(p, t) for p, t in texts.items()}
+        read = fingerprint.take(texts)
+        # A host view only for the text that was fingerprinted (for a file known before the build, the text that
+        # was compiled): one saved during the build or this read gets none, so its next edit rebuilds in full
+        # instead of being compared with host code that was never compiled.
+        hosts = {p: _host_view(p, t) if p in read and read[p][2] == files[p][2] else None for p, t in texts.items()}
         units = {}
         if spec.with_cuda:
             for src, obj in zip(spec.sources, build.source_objects(directory), strict=False):

@@ -40,6 +40,11 @@ def take(paths: Iterable[str]) -> Record:
     return record
 
 
+def unknown() -> list:
+    """An entry for a file whose recorded content is not known: :func:`changed` reports it."""
+    return [0, -1, ""]
+
+
 def changed(record: Record) -> list[str]:
     """The recorded paths whose bytes differ now (or that are gone). Refreshes the stat of files whose bytes
     are the same, so the next check is a ``stat`` again."""

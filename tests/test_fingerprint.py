@@ -2,7 +2,7 @@
 
 import os
 
-from extensions import KERNEL, PYBIND_BINDING, make_extension, write
+from extensions import HEADER, KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
 from jitload import build, fingerprint
@@ -42,3 +42,28 @@ def test_a_save_during_the_build_is_rebuilt_next_time(tmp_path, monkeypatch):
     assert ext.info.status == "built" and ext.value() == 21  # never "unchanged" with the old code
     ext.reload()
     assert ext.info.status == "unchanged"
+
+
+def test_a_header_saved_during_the_build_gets_no_host_view(tmp_path, monkeypatch):
+    # The host view recorded for a file is what later edits are compared with to allow a kernel swap; it must
+    # describe the text that was compiled, never a text saved while the compilers ran.
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10, offset=1)
+    header = str(tmp_path / "src" / "kernel.h")
+    real = build.run_ninja
+    saved = []
+
+    def save_while_compiling(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if not saved and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
+            write(header, HEADER.format(offset=5))
+            saved.append(True)
+        return result
+
+    monkeypatch.setattr(build, "run_ninja", save_while_compiling)
+    ext = jitload.load("save_header_during", sources, build_directory=str(tmp_path / "build"))
+    assert saved and ext.value() == 11
+    assert ext._state.hosts[header] is None
+    monkeypatch.setattr(build, "run_ninja", real)
+    ext.reload()
+    assert ext.info.status == "built" and ext.value() == 15
+    assert ext._state.hosts[header] is not None

@@ -101,6 +101,14 @@ GUARDED = ("#ifndef OPS_CUH\n#define OPS_CUH\nnamespace ops {\ntemplate <class T
     ("#pragma once\n#include <cuda_fp16.h>\n__device__ float f(float a) { return a; }\n", None),
     (ADD_OP + "__device__ float g(float a);\n", None),  # a declaration: its definition is elsewhere
     (ADD_OP + "__constant__ float table[4];\n", None),
+    # what this reader does not follow with certainty: a pragma, attributes, a macro call in a head, digraphs
+    ('_Pragma("pack(push, 1)")\n' + ADD_OP, None),
+    (ADD_OP + "__device__ __attribute__((host)) float h(float a) { return a; }\n", None),
+    (ADD_OP + "REGISTER(h) __device__ float h(float a) { return a; }\n", None),
+    ("%:pragma once\n__device__ float f(float a) { return a; }\n", None),
+    ('extern "C" {\n__device__ float f(float a) { return a; }\n}\n', None),
+    (GUARDED.replace("OPS_CUH", "NDEBUG"), None),  # a guard that other headers read
+    (GUARDED.replace("OPS_CUH", "_OPS_CUH"), None),
 ])
 def test_a_header_of_device_functions_alone_is_told_apart(header, names):
     assert devicecode.device_only_names(header) == names
@@ -129,6 +137,14 @@ def test_an_added_include_of_device_functions_alone_keeps_the_host_side():
     assert devicecode.added_device_headers(text, clash, read_header) is None
     # An include taken away: the loaded host code saw the header, which may have changed since.
     assert devicecode.added_device_headers(used, text, read_header) is None
+    # Above torch's headers: the full build compiles the header without them (the device code alone has c10's
+    # light headers first), so a header naming c10::Half would compile alone and fail in full.
+    first = '#include "add_op.cuh"\n' + text
+    assert devicecode.added_device_headers(text, first, read_header) is None
+    # A name another of the file's headers uses (a copied include guard would empty that header in full).
+    assert devicecode.added_device_headers(text, two, read_header, others=["#ifndef OPS_CUH\n#endif\n"]) is None
+    assert devicecode.added_device_headers(text, two, read_header, others=["int unrelated();\n"]) == [
+        "/src/add_op.cuh", "/src/ops.cuh"]
 
 
 @pytest.mark.parametrize("text", [
