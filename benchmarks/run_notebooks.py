@@ -12,8 +12,9 @@ recorded.
 One run, one commit: the run's date, GPU, torch, CUDA, Python, git commit and run time go into the notebook's
 metadata under ``jitload_run``, and every notebook's first code cell prints the same facts as its first output
 line (``run_line``, computed inside the notebook's own kernel; the runner refuses a notebook without that cell).
-notebooks/README.md's table is generated from that metadata (``--readme``), and tests/test_notebook_runs.py fails
-when a notebook's recorded commit is older than the last change to the jitload or kernel files it uses.
+notebooks/README.md's table is generated from that metadata (``--readme``), and ``stale_reason`` in
+tests/test_notebook_runs.py says when a notebook's recorded commit is older than the last change to the jitload or
+kernel files it uses (a check of every committed notebook once all of them carry one run's outputs).
 In a copy of the tree without ``.git``, set ``JITLOAD_RUN_COMMIT`` to the full hash it was copied from (with no
 edits to jitload/, kernels/ or benchmarks/ since), or the run records no commit and that test fails.
 """

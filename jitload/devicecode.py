@@ -377,6 +377,12 @@ def includes_torch(text: str) -> bool:
     return any(_TORCH_INCLUDE.match(f"#include <{target}>") for target in include_lines(text))
 
 
+_MACRO_LIKE = re.compile(r"\b_*[A-Z][A-Z0-9]*_[A-Z0-9_]*\b|\b_*[A-Z]{3,}[A-Z0-9]*\b")
+# Names of the implementation, the standard library, CUDA, torch and the libraries they include.
+_RESERVED_NAME = re.compile(r"_|NDEBUG$|(std|c10|at|torch|caffe2|cub|thrust|cuda|cutlass|cute|pybind11)$"
+                            r"|(C10|AT|TORCH|CAFFE2|CUB|THRUST|CUDA|CUTLASS|PYBIND11|CCCL|LIBCUDACXX)_", re.I)
+
+
 def device_only_names(text: str) -> set[str] | None:
     """The names a header declares when it holds ``__device__`` functions alone, else None.
 
@@ -392,7 +398,7 @@ def device_only_names(text: str) -> set[str] | None:
         masked = _mask(text)
     except Unsure:
         return None
-    if re.search(r"\b(_Pragma|__attribute__|__host__|__declspec)\b|##|%:|\?\?=|<%|%>", masked):
+    if re.search(r"\b(_Pragma|__attribute__|__host__|__declspec)\b|##|%:|\?\?=|<%|%>|\[\[", masked):
         return None
     names: set[str] = set()
     guard = None
@@ -404,19 +410,21 @@ def device_only_names(text: str) -> set[str] | None:
             for ch in re.sub(r"[^()]", "", head):
                 groups += ch == "(" and depth == 0
                 depth += 1 if ch == "(" else -1
-            if groups != 1 or not item.name.isidentifier():
+            # A word spelled like a macro (HOST_FN, __CUDA_HOSTDEVICE__) in the head could expand to anything too.
+            if groups != 1 or not item.name.isidentifier() or _MACRO_LIKE.search(head):
                 return None
             names.add(item.name)
         elif item.kind == "namespace":
-            if item.name == 'extern "C"':
+            parts = [part for part in item.name.split("::") if part]
+            if item.name == 'extern "C"' or any(_RESERVED_NAME.match(part) for part in parts):
                 return None
-            names.update(part for part in item.name.split("::") if part)
+            names.update(parts)
         elif item.kind == "pp":
             line = " ".join(masked[item.start:item.end].split())
             opened = re.fullmatch(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)", line)
             if opened and guard is None and not names:
                 guard = opened.group(1) or opened.group(2)
-                if guard.startswith("_") or guard == "NDEBUG":  # a name the implementation or the host code reads
+                if _RESERVED_NAME.match(guard):  # a name the implementation or a library's headers read
                     return None
                 names.add(guard)
             elif not (re.fullmatch(r"#\s*pragma\s+once", line) or re.fullmatch(r"#\s*endif", line)

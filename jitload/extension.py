@@ -276,7 +276,9 @@ class Extension:
         try:
             shim = swap.Shim(self.module.__file__)
             registered = shim.kernels()
-            plans = {src: swap.plan_unit(src, headers, registered, texts.get(src)) for src, headers in units.items()}
+            judged = {**texts, **{h: text for h, (_, text) in new_headers.items()}}
+            plans = {src: swap.plan_unit(src, headers, registered, texts.get(src), judged)
+                     for src, headers in units.items()}
             images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
             for src in plans:
                 if gpu:
@@ -327,7 +329,10 @@ class Extension:
             # nvcc's order for #include "...": the including file's folder, then the -I folders; each path
             # resolved as the system resolves it when the compiler opens it (realpath: through symlinks).
             for folder in folders:
-                candidate = os.path.realpath(os.path.join(folder, target))
+                try:
+                    candidate = os.path.realpath(os.path.join(folder, target))
+                except ValueError:  # a NUL in the target: no compiler finds such a file either
+                    return None
                 if os.path.isfile(candidate):
                     entry = fingerprint.take([candidate]).get(candidate)  # before the read: a later save shows
                     header_text = _read_text(candidate)
@@ -356,7 +361,10 @@ class Extension:
                 warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
                               "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
             # Fingerprint before compiling: a file saved during the build must look changed next time.
-            started_ns = time.time_ns() - 50_000_000  # file times come from a coarser clock (a few ms)
+            # A file whose time is after this was written while the build ran. (File times come from a coarser
+            # clock, a few ms behind: a save in the build's first ms may look older, but no compiler has read
+            # anything yet then.)
+            started_ns = time.time_ns()
             before = fingerprint.take((*spec.sources, *state.files))
             objects = build.write_ninja_file(**spec.torch_args())
             compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
@@ -385,10 +393,10 @@ class Extension:
         spec, directory = self._spec, self._spec.build_directory
         paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
         files = {p: before.get(p) or entry for p, entry in fingerprint.take(paths).items()}
-        for p, entry in files.items():
-            if p not in before and entry[0] >= started_ns:
-                # A header first known from this build's depfiles, saved while it ran: what was compiled is
-                # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
+        for p, entry in fingerprint.take(files).items():
+            if entry[0] >= started_ns:
+                # Saved while the build ran (even back to the bytes fingerprinted before it): what was compiled
+                # is unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
                 files[p] = fingerprint.unknown()
         texts = {p: _read_text(p) for p in files if p.endswith(_DEVICE_CAPABLE)}
         read = fingerprint.take(texts)

@@ -163,9 +163,11 @@ def _defined_kernels(text: str) -> set[str]:
 
 
 def plan_unit(source: str, headers: list[str], registered: list[str],
-              text: str | None = None) -> tuple[str, list[str]]:
+              text: str | None = None, texts: dict[str, str] | None = None) -> tuple[str, list[str]]:
     """The device unit for ``source`` (its ``text`` as read, when given) and the registered kernels it must
-    replace (all of its own and its user headers' kernels). Raises :class:`SwapError` where unsure."""
+    replace (all of its own and its user headers' kernels); ``texts`` are headers' texts as already read and
+    judged. Raises :class:`SwapError` where unsure."""
+    texts = texts or {}
     try:
         if text is None:
             with open(source) as f:
@@ -173,8 +175,11 @@ def plan_unit(source: str, headers: list[str], registered: list[str],
         defined = _defined_kernels(text)
         header_texts = {}
         for header in headers:
-            with open(header) as f:
-                header_text = header_texts[header] = f.read()
+            if header in texts:
+                header_text = header_texts[header] = texts[header]
+            else:
+                with open(header) as f:
+                    header_text = header_texts[header] = f.read()
             if devicecode.includes_torch(header_text):
                 raise SwapError(f"{os.path.basename(header)} includes torch headers")
             devicecode.check_no_device_variables(header_text)
@@ -182,7 +187,7 @@ def plan_unit(source: str, headers: list[str], registered: list[str],
         unit, _ = devicecode.device_unit(text, source, registered, header_texts)
     except devicecode.Unsure as err:
         raise SwapError(f"{os.path.basename(source)}: {err}") from err
-    except OSError as err:
+    except (OSError, UnicodeDecodeError) as err:
         raise SwapError(str(err)) from err
     by_name: dict[str | None, list[str]] = {}
     for n in registered:

@@ -81,9 +81,10 @@ class Watcher:
     def run(self, stop_event: threading.Event | None = None) -> None:
         """Build once, then rebuild on every change until Ctrl-C (or ``stop_event`` is set)."""
         while not (stop_event and stop_event.is_set()):
-            before = snapshot(self.files())
+            started_ns, before = time.time_ns(), snapshot(self.files())
             self.cycle()
             files = self.files()
+            before = with_new_files(before, files, started_ns)
             self.console.print(f"watching {len(files)} files in {len(_folders(files))} folder(s); Ctrl-C stops",
                                style="dim")
             if not wait_for_change(files, stop_event, since=before):
@@ -103,6 +104,16 @@ def snapshot(files: Iterable[str]) -> dict[str, tuple[int, int] | None]:
             out[path] = (st.st_mtime_ns, st.st_size)
         except OSError:
             out[path] = None
+    return out
+
+
+def with_new_files(before: dict[str, tuple[int, int] | None], files: Iterable[str],
+                   started_ns: int) -> dict[str, tuple[int, int] | None]:
+    """``before`` (a :func:`snapshot` taken when a build started at ``started_ns``) with the files that build
+    found first, such as a header just included: one saved while it ran counts as changed at once."""
+    out = dict(before)
+    for path, now in snapshot(f for f in files if f not in before).items():
+        out[path] = None if now is not None and now[0] >= started_ns else now
     return out
 
 

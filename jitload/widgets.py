@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from .benchmark import PEAK, BenchResult
 from .errors import BuildError
 from .extension import Extension
-from .watcher import snapshot, wait_for_change
+from .watcher import snapshot, wait_for_change, with_new_files
 
 LOG_TAIL = 80
 
@@ -63,7 +63,7 @@ class WatchPanel:
     def rebuild(self) -> None:
         """Rebuild now (what the button does); the previous module stays loaded if this fails."""
         with self._lock:
-            self._before = snapshot(self.ext.files())
+            started_ns, self._before = time.time_ns(), snapshot(self.ext.files())
             stamp = time.strftime("%H:%M:%S")
             try:
                 self.ext.reload()
@@ -74,6 +74,7 @@ class WatchPanel:
                 self.builds += 1
                 self.status.value = f"<span style='color:#070'>{stamp} {html.escape(str(self.ext.info))}</span>"
                 self.errors.value = ""
+            self._before = with_new_files(self._before, self.ext.files(), started_ns)
             if self.log_toggle.value:
                 self._refresh_log()
 

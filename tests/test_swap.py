@@ -107,8 +107,12 @@ GUARDED = ("#ifndef OPS_CUH\n#define OPS_CUH\nnamespace ops {\ntemplate <class T
     (ADD_OP + "REGISTER(h) __device__ float h(float a) { return a; }\n", None),
     ("%:pragma once\n__device__ float f(float a) { return a; }\n", None),
     ('extern "C" {\n__device__ float f(float a) { return a; }\n}\n', None),
+    (ADD_OP + "HOST_FN __device__ float h(float a) { return a; }\n", None),  # a macro could say __host__
+    (ADD_OP + "__device__ [[gnu::always_inline]] float h(float a) { return a; }\n", None),
     (GUARDED.replace("OPS_CUH", "NDEBUG"), None),  # a guard that other headers read
     (GUARDED.replace("OPS_CUH", "_OPS_CUH"), None),
+    (GUARDED.replace("OPS_CUH", "C10_MACROS_MACROS_H_"), None),  # torch's own guard: torch's header emptied
+    (GUARDED.replace("namespace ops", "namespace c10"), None),
 ])
 def test_a_header_of_device_functions_alone_is_told_apart(header, names):
     assert devicecode.device_only_names(header) == names

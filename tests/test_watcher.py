@@ -117,3 +117,19 @@ def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
     build_dir = tmp_path / "cache"
     assert not list(build_dir.rglob("jitload.lock"))
     assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_file_a_build_found_first_and_saved_while_it_ran_counts_as_changed(tmp_path):
+    from jitload.watcher import snapshot, with_new_files
+
+    known, old_header, saved_header = (tmp_path / n for n in ("k.cu", "old.cuh", "saved.cuh"))
+    for path in (known, old_header):
+        path.write_text("x")
+    os.utime(old_header, ns=(1, 1))
+    before = snapshot([str(known)])
+    started_ns = time.time_ns() - 1_000_000
+    saved_header.write_text("y")  # the build included it for the first time, and the editor saved it meanwhile
+    after = with_new_files(before, [str(known), str(old_header), str(saved_header)], started_ns)
+    assert after[str(known)] == before[str(known)]
+    assert after[str(old_header)] == (1, 1)  # found first, but unchanged since: compared as usual
+    assert after[str(saved_header)] is None  # never equal to a snapshot: the watcher rebuilds at once
