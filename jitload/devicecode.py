@@ -46,6 +46,8 @@ _TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](torch|ATen|c10|pybind11|caf
 _HOST_ONLY_DECL = re.compile(
     r"\bpybind11\b|\bpy::|\btorch::|\bTensor\b|\bPYBIND11_|\bTORCH_|\bat::(?!Half\b|BFloat16\b)")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# Runs of code between whitespace, a string or char literal kept whole: spaces inside a literal are its value.
+_TOKENS = re.compile(r"""(?:"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|[^\s"'])+""")
 
 # Light headers that device code may need, by what it names; each costs well under a second in cicc.
 _LIGHT_HEADERS = (
@@ -340,7 +342,7 @@ def host_parts(text: str, items: list[Item]) -> list[tuple[str, str]]:
         else:
             snippet = text[item.start:item.end]
         label = f"{item.name}() at line {item.line}" if item.name else f"line {item.line}"
-        parts.append((label, " ".join(snippet.split())))
+        parts.append((label, " ".join(_TOKENS.findall(snippet))))
     return parts
 
 

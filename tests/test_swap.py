@@ -68,6 +68,7 @@ def test_body_edit_keeps_the_host_view():
     ("float* C, int size)", "float* C, long size)", "add_kernel() at line 6"),
     ('"CUDA-accelerated tensor addition"', '"addition"', "PYBIND11_MODULE() at line 34"),
     ("#include <cuda.h>", "#include <cuda.h>\n#define EXTRA 1", "line 4"),
+    ('"B must be a CUDA tensor"', '"B must be  a CUDA tensor"', "add_tensors_cuda() at line 13"),  # its value
 ])
 def test_host_edit_changes_the_host_view(old, new, where):
     text = _read("seed_add.cu")
