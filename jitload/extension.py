@@ -392,12 +392,10 @@ class Extension:
         """The manifest of a finished build: fingerprints as taken before it, host views, each unit's headers."""
         spec, directory = self._spec, self._spec.build_directory
         paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
-        files = {p: before.get(p) or entry for p, entry in fingerprint.take(paths).items()}
-        for p, entry in fingerprint.take(files).items():
-            if entry[0] >= started_ns:
-                # Saved while the build ran (even back to the bytes fingerprinted before it): what was compiled
-                # is unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
-                files[p] = fingerprint.unknown()
+        # A file saved while the build ran (even back to the bytes fingerprinted before it): what was compiled is
+        # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
+        files = {p: fingerprint.unknown() if entry[0] >= started_ns else before.get(p) or entry
+                 for p, entry in fingerprint.take(paths).items()}
         texts = {p: _read_text(p) for p in files if p.endswith(_DEVICE_CAPABLE)}
         read = fingerprint.take(texts)
         # A host view only for the text that was fingerprinted (for a file known before the build, the text that
