@@ -21,23 +21,29 @@ def test_record_sees_bytes_not_timestamps(tmp_path):
     assert fingerprint.changed(record) == [str(path)]
 
 
-def test_a_save_during_the_build_is_rebuilt_next_time(tmp_path, monkeypatch):
-    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10)
-    kernel = sources[1]
+def save_while_compiling(monkeypatch, path: str, text: str) -> list:
+    """Make the next build's ninja run save ``text`` to ``path`` once the compilers are done with it, as a user
+    saving before the build ends would; the returned list is non-empty once that happened."""
     real = build.run_ninja
     saved = []
 
-    def save_while_compiling(*args, **kwargs):
-        result = real(*args, **kwargs)  # the compilers have read kernel.cpp (value 11) ...
+    def run_ninja(*args, **kwargs):
+        result = real(*args, **kwargs)
         if not saved and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
-            write(kernel, KERNEL.format(base=20))  # ... and the user saves before the build ends
+            write(path, text)
             saved.append(True)
+            monkeypatch.setattr(build, "run_ninja", real)
         return result
 
-    monkeypatch.setattr(build, "run_ninja", save_while_compiling)
+    monkeypatch.setattr(build, "run_ninja", run_ninja)
+    return saved
+
+
+def test_a_save_during_the_build_is_rebuilt_next_time(tmp_path, monkeypatch):
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10)
+    saved = save_while_compiling(monkeypatch, sources[1], KERNEL.format(base=20))  # compiled: value 11
     ext = jitload.load("save_during", sources, build_directory=str(tmp_path / "build"))
     assert saved and ext.value() == 11
-    monkeypatch.setattr(build, "run_ninja", real)
     ext.reload()
     assert ext.info.status == "built" and ext.value() == 21  # never "unchanged" with the old code
     ext.reload()
@@ -49,21 +55,10 @@ def test_a_header_saved_during_the_build_gets_no_host_view(tmp_path, monkeypatch
     # describe the text that was compiled, never a text saved while the compilers ran.
     sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10, offset=1)
     header = str(tmp_path / "src" / "kernel.h")
-    real = build.run_ninja
-    saved = []
-
-    def save_while_compiling(*args, **kwargs):
-        result = real(*args, **kwargs)
-        if not saved and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
-            write(header, HEADER.format(offset=5))
-            saved.append(True)
-        return result
-
-    monkeypatch.setattr(build, "run_ninja", save_while_compiling)
+    saved = save_while_compiling(monkeypatch, header, HEADER.format(offset=5))
     ext = jitload.load("save_header_during", sources, build_directory=str(tmp_path / "build"))
     assert saved and ext.value() == 11
     assert ext._state.hosts[header] is None
-    monkeypatch.setattr(build, "run_ninja", real)
     ext.reload()
     assert ext.info.status == "built" and ext.value() == 15
     assert ext._state.hosts[header] is not None
