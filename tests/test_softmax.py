@@ -23,6 +23,17 @@ def test_from_1_to_65536_wide(softmax, device, dtype):
         torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1), msg=f"softmax width {width}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_a_long_row_masked_where_the_registers_hold_it(softmax, device, dtype):
+    # 65536 wide: the first 32768 elements are what 1024 threads hold in registers, the rest is read online.
+    # Masked with -inf there and every logit below exp's underflow (-87) after it: a thread must not take 0 for
+    # its running max (exp(-100 - 0) is 0 in float, and the row would sum to 0).
+    x = torch.randn(2, 65536, device=device).sub_(100).to(dtype)
+    x[:, :32768] = float("-inf")
+    torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))
+
+
 def test_batched_inputs_use_the_last_dimension(softmax):
     x = torch.randn(2, 3, 5)
     torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))

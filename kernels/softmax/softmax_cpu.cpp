@@ -22,7 +22,8 @@ void softmax_cpu(jk::DType dtype, const void* x, void* out, int64_t rows, int64_
                     s = s * std::exp(static_cast<double>(m - v));
                     m = v;
                 }
-                s += std::exp(static_cast<double>(v - m));
+                // -inf adds 0; exp(v - m) would be NaN for one before any other element (m still -inf).
+                s += v == -std::numeric_limits<A>::infinity() ? 0.0 : std::exp(static_cast<double>(v - m));
             }
             const A inv = static_cast<A>(1.0 / s);
             for (int64_t c = 0; c < width; ++c) o[c] = static_cast<T>(std::exp(static_cast<A>(xr[c]) - m) * inv);

@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 #pragma unroll
         for (int e = 0; e < N; ++e) m = max(m, jk::to_acc(cached[k].v[e]));
     }
-    const A r_cached = m == -INFINITY ? A(0) : m;  // ex[] is relative to this
+    const bool none_cached = m == -INFINITY;  // no finite or +inf element in registers: ex[] holds 0 (or NaN)
+    const A r_cached = none_cached ? A(0) : m;   // ex[] is relative to this
     A r = r_cached, s = 0;
     A ex[VPT][N];
 #pragma unroll
@@ -64,17 +65,19 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
             s += ex[k][e];
         }
     }
-    // The rest of a long row, online: the sum rescaled whenever a vector raises the running max.
+    // The rest of a long row, online: the sum rescaled whenever a vector raises the running max m (r = m from
+    // the first element that is not -inf on; before it, s is 0 or NaN and stays so). The max starts at m, not
+    // at r: a thread whose registers held only -inf would otherwise take 0 for its max, and a row whose logits
+    // all lie below exp's underflow (about -87) would sum to 0.
     for (int64_t v = p.lane + static_cast<int64_t>(VPT) * p.width; v < vectors; v += p.width) {
         const jk::Vec<T, N> a = jk::load_vec<N>(xr + v * N);
-        A vm = r;
+        A vm = m;
 #pragma unroll
         for (int e = 0; e < N; ++e) vm = max(vm, jk::to_acc(a.v[e]));
-        if (vm > r) {
-            s *= exp_diff(r, vm);
-            r = vm;
+        if (vm > m) {
+            s = m == -INFINITY ? s : s * exp_diff(r, vm);
+            r = m = vm;
         }
-        m = max(m, vm);
 #pragma unroll
         for (int e = 0; e < N; ++e) s += exp_diff(jk::to_acc(a.v[e]), r);
     }
@@ -88,7 +91,7 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 
     // exp(x - r_cached) * exp(r_cached - row_max) / sum for the vectors in registers; the rest re-read. A
     // thread of -inf elements scales by 0 * inv: 0, but NaN where the row's sum is NaN or 0 (a row of -inf).
-    const A scale = m == -INFINITY ? A(0) * inv : exp_diff(r_cached, row_max) * inv;
+    const A scale = none_cached ? A(0) * inv : exp_diff(r_cached, row_max) * inv;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int64_t v = p.lane + static_cast<int64_t>(k) * p.width;
