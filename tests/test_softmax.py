@@ -23,15 +23,23 @@ def test_from_1_to_65536_wide(softmax, device, dtype):
         torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1), msg=f"softmax width {width}")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+# (width, masked): a row masked with -inf from its start, every logit after it below exp's underflow (about
+# -87). 1024 threads hold 32768 elements of a row in registers (16384 in float64, 4096 on the scalar path of
+# odd widths) and read the rest online: a thread that holds only -inf must not take 0 for its running max, or
+# the row sums to 0. Masking 30000 mixes such threads with ones that hold logits.
+MASKED_ROWS = [(65536, 32768), (65536, 30000), (8193, 4096)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("width, masked", MASKED_ROWS, ids=[f"{w}-masked-{m}" for w, m in MASKED_ROWS])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
-def test_a_long_row_masked_where_the_registers_hold_it(softmax, device, dtype):
-    # 65536 wide: the first 32768 elements are what 1024 threads hold in registers, the rest is read online.
-    # Masked with -inf there and every logit below exp's underflow (-87) after it: a thread must not take 0 for
-    # its running max (exp(-100 - 0) is 0 in float, and the row would sum to 0).
-    x = torch.randn(2, 65536, device=device).sub_(100).to(dtype)
-    x[:, :32768] = float("-inf")
-    torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1))
+def test_a_long_row_masked_from_its_start(softmax, device, width, masked, dtype):
+    x = torch.randn(3, width, device=device).sub_(100).to(dtype)
+    x[:, :masked] = float("-inf")
+    x[1, -1] = float("nan")  # read online: the row is NaN, as torch's
+    x[2, -2] = float("inf")  # likewise
+    torch.testing.assert_close(torch.ops.jitload.softmax(x), torch.softmax(x, -1), equal_nan=True)
 
 
 def test_batched_inputs_use_the_last_dimension(softmax):
