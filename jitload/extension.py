@@ -277,8 +277,7 @@ class Extension:
             shim = swap.Shim(self.module.__file__)
             registered = shim.kernels()
             judged = {**texts, **{h: text for h, (_, text) in new_headers.items()}}
-            plans = {src: swap.plan_unit(src, headers, registered, texts.get(src), judged)
-                     for src, headers in units.items()}
+            plans = {src: swap.plan_unit(src, headers, registered, judged) for src, headers in units.items()}
             images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
             for src in plans:
                 if gpu:

@@ -163,23 +163,24 @@ def _defined_kernels(text: str) -> set[str]:
 
 
 def plan_unit(source: str, headers: list[str], registered: list[str],
-              text: str | None = None, texts: dict[str, str] | None = None) -> tuple[str, list[str]]:
-    """The device unit for ``source`` (its ``text`` as read, when given) and the registered kernels it must
-    replace (all of its own and its user headers' kernels); ``texts`` are headers' texts as already read and
-    judged. Raises :class:`SwapError` where unsure."""
+              texts: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """The device unit for ``source`` and the registered kernels it must replace (all of its own and its user
+    headers' kernels). ``texts`` holds the source's and headers' texts as already read and judged; a file not in
+    it is read here. Raises :class:`SwapError` where unsure."""
     texts = texts or {}
+
+    def read(path: str) -> str:
+        if path in texts:
+            return texts[path]
+        with open(path) as f:
+            return f.read()
+
     try:
-        if text is None:
-            with open(source) as f:
-                text = f.read()
+        text = read(source)
         defined = _defined_kernels(text)
         header_texts = {}
         for header in headers:
-            if header in texts:
-                header_text = header_texts[header] = texts[header]
-            else:
-                with open(header) as f:
-                    header_text = header_texts[header] = f.read()
+            header_text = header_texts[header] = read(header)
             if devicecode.includes_torch(header_text):
                 raise SwapError(f"{os.path.basename(header)} includes torch headers")
             devicecode.check_no_device_variables(header_text)
