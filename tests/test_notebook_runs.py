@@ -53,6 +53,15 @@ def test_used_paths_reads_kernel_names():
     assert used_paths(nb) == ["jitload", "kernels/add_relu", "kernels/rmsnorm", "kernels/softmax", "kernels/common"]
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_first_output_line_is_the_recorded_run(path):
+    nb = nbformat.read(path, as_version=4)
+    run = nb.metadata.get("jitload_run")
+    assert run, f"{os.path.basename(path)} has no recorded run: python benchmarks/run_notebooks.py --write {path}"
+    assert RUNNER["first_code_cell"](nb).source.strip() == RUNNER["RUN_CELL"]
+    assert RUNNER["first_output_line"](nb) == RUNNER["run_line"](run)
+
+
 def stale_reason(nb, name: str) -> str | None:
     """Why ``nb``'s outputs may be older than the code they ran, or None."""
     run = nb.metadata.get("jitload_run") or {}
@@ -68,6 +77,16 @@ def stale_reason(nb, name: str) -> str | None:
         changed = _git("show", "--stat", "--format=", last, "--", *paths).stdout.strip()
         return f"{name} ran at {run['commit'][:10]}, before {last[:10]} changed\n{changed}"
     return None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_outputs_are_not_older_than_the_code_they_ran(path):
+    reason = _history_reason()
+    if reason:
+        pytest.skip(reason)
+    stale = stale_reason(nbformat.read(path, as_version=4), os.path.basename(path))
+    rerun = f"python benchmarks/run_notebooks.py --write {os.path.relpath(path, REPO)}"
+    assert stale is None, f"{stale}\nre-run it: {rerun}"
 
 
 def test_stale_reason_compares_with_the_last_change_of_the_files_used():
