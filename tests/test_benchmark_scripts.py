@@ -27,7 +27,7 @@ def test_variants_plans_one_build_per_combination(capsys):
     argv = ["bias_gelu", "-D", "BIAS_GELU_BLOCK=128,256", "-D", "BIAS_GELU_ROWS=1,2", "--dry-run"]
     assert _variants().main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"BIAS_GELU_BLOCK={b} BIAS_GELU_ROWS={r}: extension bias_gelu_block{b}_rows{r}, "
+    assert lines == [f"BIAS_GELU_BLOCK={b} BIAS_GELU_ROWS={r}: build folder bias_gelu_block{b}_rows{r}, "
                      f"nvcc -DBIAS_GELU_BLOCK={b} -DBIAS_GELU_ROWS={r}" for b in (128, 256) for r in (1, 2)]
 
 
@@ -50,6 +50,12 @@ def test_a_knob_reaches_the_kernel():
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     build_dir = re.search(r"^BIAS_GELU_BLOCK=256: built in (.+)$", proc.stdout, re.M).group(1)
+    # The knob is on the nvcc line alone and the module keeps the kernel's name: the C++ compile lines are the
+    # default build's, so ccache can hand their objects back instead of compiling the binding again.
+    with open(os.path.join(build_dir, "build.ninja")) as f:
+        ninja = dict(line.split(" = ", 1) for line in f.read().splitlines() if " = " in line)
+    assert "-DTORCH_EXTENSION_NAME=bias_gelu " in ninja["cflags"] and "BIAS_GELU_BLOCK" not in ninja["cflags"]
+    assert "-DBIAS_GELU_BLOCK=256" in ninja["cuda_cflags"]
     names = objdump.resources(build_dir)["kernel"]
     rows = names[names.str.contains("bias_gelu_rows_kernel<float, ", regex=False)]
     assert len(rows) == 4 and rows.str.contains("bias_gelu_rows_kernel<float, 4, 2, 1, 256, true", regex=False).all(), \
