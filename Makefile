@@ -19,10 +19,12 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-load
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: pip would byte-compile every module of torch and Jupyter ahead of time; Python compiles the ones a
+# process imports on first use instead, a fraction of them.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-compile "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
 	touch $@
 
 run: $(VENV)/.installed
