@@ -143,7 +143,10 @@ def test_hot_rebuild_replaces_an_ops_kernels(tmp_path):
     # In a subprocess: the edited kernel must not stay registered in the test session's process.
     for folder in ("add", "common"):
         shutil.copytree(os.path.join(KERNELS, folder), tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(ROOT), "JITLOAD_KERNELS": str(tmp_path)}
+    # A build cache of its own: the copy's add must not take over the run's shared build of kernels/add (and its
+    # lock) while other tests and notebooks use it.
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(ROOT), "JITLOAD_KERNELS": str(tmp_path),
+           "TORCH_EXTENSIONS_DIR": str(tmp_path / "torch_extensions")}
     run = subprocess.run([sys.executable, "-c", HOT, str(tmp_path)], env=env, capture_output=True, text=True,
                          timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -97,6 +97,9 @@ def test_kernel_cell_writes_file_with_backup_and_rebuilds(shell, tmp_path, monke
         shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "kernels", folder), root / folder,
                         ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("JITLOAD_KERNELS", str(root))
+    # A build cache of its own: the copy's add would otherwise take over the run's shared build of kernels/add
+    # (and its lock) while other tests and notebooks use it.
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
     path = root / "add" / "add_cpu.cpp"
     original = path.read_text()
     new = original.replace("static_cast<jk::acc_t<T>>(x[i]) + static_cast<jk::acc_t<T>>(y[i])",
