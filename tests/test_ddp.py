@@ -23,7 +23,9 @@ def built(build_kernel):
 def _train(tmp_path, device: str, world: int) -> dict:
     out = tmp_path / f"{device}-{world}.pt"
     launcher = [] if world == 1 else ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+    # PYTHONFAULTHANDLER: a rank that aborts prints where Python was (or "<no Python frame>": at exit).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
+               PYTHONFAULTHANDLER="1")
     proc = subprocess.run([sys.executable, *launcher, SCRIPT, "--device", device, "--out", str(out)],
                           capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
