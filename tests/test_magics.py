@@ -9,11 +9,10 @@ import pytest
 import torch
 from extensions import write
 from IPython.core.interactiveshell import InteractiveShell
+from services import REPO
 
 from jitload import magics, toolchain
 from jitload.extension import PREVIOUS_KEPT, Extension
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +93,7 @@ def test_cuda_cell_compiles_and_runs_its_host_path(shell, capsys):
 def test_kernel_cell_writes_file_with_backup_and_rebuilds(shell, tmp_path, monkeypatch, capsys):
     root = tmp_path / "kernels"
     for folder in ("add", "common"):  # common: the headers every kernel includes
-        shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "kernels", folder), root / folder,
+        shutil.copytree(os.path.join(REPO, "kernels", folder), root / folder,
                         ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("JITLOAD_KERNELS", str(root))
     # A build cache of its own: the copy's add would otherwise take over the run's shared build of kernels/add
