@@ -9,10 +9,10 @@ PyTorch, ``torch.compile`` and the copy bandwidth measured in the same run.
 from .benchmark import BenchResult, bench
 from .checker import CheckReport, Failure, check
 from .errors import BuildError
-from .extension import BuildInfo, Extension, handles, load, load_inline, prepare
+from .extension import BuildInfo, Extension, handles, load, load_inline, prepare, wait
 
 __all__ = ["BenchResult", "BuildError", "BuildInfo", "CheckReport", "Extension", "Failure", "bench", "check",
-           "handles", "load", "load_inline", "prepare", "watch"]
+           "handles", "load", "load_inline", "prepare", "wait", "watch"]
 __version__ = "0.1.0"
 
 

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -241,9 +241,11 @@ def _reaped(proc: subprocess.Popen) -> Iterator[None]:
 
 
 def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NINJA_FILE,
-              verbose: bool = False, name: str | None = None) -> NinjaRun:
+              verbose: bool = False, name: str | None = None,
+              on_start: Callable[[subprocess.Popen], None] | None = None) -> NinjaRun:
     """Run ninja on ``targets``; its output goes to build.log, and to stdout when ``verbose``. Otherwise,
-    when ``name`` is given, each step is announced in one line on stderr."""
+    when ``name`` is given, each step is announced in one line on stderr. ``on_start`` gets the ninja
+    process (the leader of its session) as soon as it runs."""
     cmd = [ninja_binary(), "-f", ninja_file, "-v"]
     jobs = os.environ.get("MAX_JOBS")
     if jobs and jobs.isdigit():
@@ -254,6 +256,8 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
     proc = subprocess.Popen(cmd + targets, cwd=build_directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", preexec_fn=_die_with_parent, start_new_session=True,
                             env=env)
+    if on_start is not None:
+        on_start(proc)
     lines = []
     assert proc.stdout is not None
     # Written as it arrives, so `tail -f build.log` follows a long build.
@@ -289,7 +293,8 @@ def library_tag(build_directory: str, objects: list[str]) -> str:
 
 
 def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = False,
-                 python_module: bool = True) -> NinjaRun:
+                 python_module: bool = True, on_start: Callable[[subprocess.Popen], None] | None = None
+                 ) -> NinjaRun:
     """Link the objects into ``NAME_<tag>.so``; a Python module's init function is also exported as
     ``PyInit_NAME_<tag>`` (an op library has none)."""
     module = f"{name}_{tag}"
@@ -306,7 +311,8 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
         text += f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
     with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
         f.write(text)
-    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name)
+    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name,
+                     on_start=on_start)
 
 
 def _rules_and_variables(ninja_path: str) -> str:

@@ -57,6 +57,7 @@ _LIGHT_HEADERS = (
      "ATen/core/TensorAccessor.h"),
     (re.compile(r"\bC10_[A-Z_0-9]+\b"), "c10/macros/Macros.h"),
     (re.compile(r"\bc10::complex\b"), "c10/util/complex.h"),
+    (re.compile(r"\bopmath_type\b|\bOpMathType\b"), "ATen/OpMathType.h"),
 )
 
 
@@ -584,19 +585,35 @@ def check_no_device_variables(text: str, items: list[Item] | None = None) -> Non
             raise Unsure(f"device variables at line {item.line} belong to the loaded module")
 
 
-def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str, str] | None = None
-                ) -> tuple[str, list[str]]:
+def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str, str] | None = None,
+                prelude: str = "") -> tuple[str, list[str]]:
     """The torch-free unit for ``text`` (the file at ``path``) and the template instances it defines.
 
     ``headers`` (path -> text) are the file's own headers, which the unit includes as the file does: the kernel
-    templates they define are instantiated too, for the instances this file's host code launched.
+    templates they define are instantiated too, for the instances this file's host code launched. ``prelude``
+    (``#undef``/``#define`` lines) is the macro state the full build's device pass had after torch's includes;
+    the CUDA half and bfloat16 headers, which torch's headers include, come first in every unit.
     Raises :class:`Unsure` where the file cannot be read with certainty, or holds device variables.
     """
     items = parse(text)
     check_no_device_variables(text, items)
+    masked = _mask(text)
+    # Neither can be carried over: the unit leaves host items out, so __COUNTER__ would count differently,
+    # and its own #line directives would override the user's.
+    if "__COUNTER__" in masked:
+        raise Unsure("__COUNTER__ counts differently in the device code alone")
+    if re.search(r"(?m)^[ \t]*#[ \t]*line\b", masked):
+        raise Unsure("a #line directive of its own")
     body = []
     for item in items:
         if item.kind not in DEVICE_KINDS:
+            # A host item is left out, but a directive inside it (a #define or #undef in a host function)
+            # still acts on the device code after it.
+            found = re.finditer(r"(?m)^[ \t]*#.*(?:\\\n.*)*", masked[item.start:item.end])
+            directives = [d for m in found
+                          if not _TORCH_INCLUDE.match(d := text[item.start + m.start():item.start + m.end()])]
+            if directives:
+                body.append(f'#line {item.line} "{path}"\n' + "\n".join(directives) + "\n")
             continue
         snippet = text[item.start:item.end]
         if item.kind == "pp" and _TORCH_INCLUDE.match(snippet):
@@ -611,13 +628,13 @@ def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str
     extra, names = instantiations(items, list(mangled), header_templates, visible)
     joined = "".join(body) + "\n".join(extra)
     headers = [h for pattern, h in _LIGHT_HEADERS if pattern.search(joined)]
-    prelude = [f"#include <{h}>" for h in headers]
-    prelude.append("namespace c10 {}\nnamespace at {}\nnamespace torch { using namespace at; }")
+    lines = ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>", *(f"#include <{h}>" for h in headers)]
+    lines.append("namespace c10 {}\nnamespace at {}\nnamespace torch { using namespace at; }")
     if "c10/util/Half.h" in headers:
-        prelude.append("namespace at { using c10::Half; }")
+        lines.append("namespace at { using c10::Half; }")
     if "c10/util/BFloat16.h" in headers:
-        prelude.append("namespace at { using c10::BFloat16; }")
+        lines.append("namespace at { using c10::BFloat16; }")
     header = (f"// The device code of {path}, derived by jitload for a kernel swap; torch-free.\n"
-              + "\n".join(prelude) + "\n")
+              + "\n".join(lines) + "\n" + prelude)
     tail = f'\n#line 1 "{path} (jitload: explicit instantiations)"\n' + "\n".join(extra) + "\n" if extra else ""
     return header + "".join(body) + tail, names

@@ -9,14 +9,19 @@ starting any process, however often the files were re-saved.
 
 A change reaches the process by one of three paths, and ``ext.info`` says which ran:
 
-- **kernel swap** (:mod:`jitload.swap`): the edit is inside ``__global__``/``__device__`` function bodies
-  (of a ``.cu`` source or a header only its device code uses), the extension is loaded here and a GPU is
-  visible. The device code alone is recompiled and the loaded kernels are replaced in place.
+- **kernel swap** (:mod:`jitload.swap`): :mod:`jitload.swapplan` finds that the host program a full build
+  would make is the one loaded (the sources read as the compiler sees them, :mod:`jitload.ppview`), and a
+  GPU is visible. The device code alone is recompiled and the loaded kernels are replaced in place.
 - **kernel code alone** (no GPU visible): the same edit is compiled as a swap would compile it, so that its
-  errors show in about a second, and the loaded library stays as it is: nothing here runs its kernels, and
-  its host code did not change. The build on disk is left behind, so the next process builds it in full.
-- **full rebuild** (:mod:`jitload.build`): anything else. ninja recompiles the changed objects, and the
+  errors show in about a second, and the loaded library stays as it is: nothing here runs its kernels.
+- **full rebuild** (:mod:`jitload.fullbuild`): anything else. ninja recompiles the changed objects, and the
   library is linked and imported under a new name.
+
+Both of the first two start the full build at once in a process of its own (:mod:`jitload.background`),
+which writes the build on disk and its manifest, so the next process loads it without compiling. When it is
+done the handle compares it with what it runs (:mod:`jitload.imagecmp`): the same host code and kernels, and
+``ext.info`` says ``verified``; anything else, and the full build is loaded in place of the swap, and
+``ext.info`` says so. ``ext.wait()`` (``jitload.wait()`` for every handle) blocks until then.
 """
 
 from __future__ import annotations
@@ -24,54 +29,40 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
-import json
 import os
 import sys
 import threading
 import time
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import build, compiler_probe, devicecode, fingerprint, manifest, swap, toolchain, trust
+from . import (
+    background,
+    build,
+    compiler_probe,
+    fingerprint,
+    fullbuild,
+    imagecmp,
+    manifest,
+    swap,
+    swapplan,
+    toolchain,
+    trust,
+)
 from .errors import BuildError
+from .fullbuild import BuildSpec
 from .lock import build_lock
 
 PREVIOUS_KEPT = "previous build kept"  # what every interface says when a rebuild fails over a loaded one
 _CUDA_SUFFIXES = (".cu", ".cuh")
-_DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
 _handles: dict[str, Extension] = {}
 _handles_lock = threading.Lock()
 
-
-@dataclass(frozen=True)
-class BuildSpec:
-    """Everything the caller said about a build (torch's ``load`` arguments, made absolute)."""
-
-    name: str
-    sources: tuple[str, ...]
-    extra_cflags: tuple[str, ...] = ()
-    extra_cuda_cflags: tuple[str, ...] = ()
-    extra_ldflags: tuple[str, ...] = ()
-    extra_include_paths: tuple[str, ...] = ()
-    with_cuda: bool = False
-    build_directory: str = ""
-    python_module: bool = True  # False: an op library (TORCH_LIBRARY), loaded with torch.ops.load_library
-
-    def torch_args(self) -> dict[str, Any]:
-        """The eight build arguments of torch's ``load()`` (and of :func:`jitload.build.write_ninja_file`)."""
-        return {"name": self.name, "sources": list(self.sources), "extra_cflags": list(self.extra_cflags),
-                "extra_cuda_cflags": list(self.extra_cuda_cflags), "extra_ldflags": list(self.extra_ldflags),
-                "extra_include_paths": list(self.extra_include_paths), "build_directory": self.build_directory,
-                "with_cuda": self.with_cuda}
-
-    def key(self) -> str:
-        fields = [self.name, self.sources, self.extra_cflags, self.extra_cuda_cflags, self.extra_ldflags,
-                  self.extra_include_paths, self.with_cuda, self.python_module, toolchain.environment_fingerprint()]
-        return hashlib.blake2b(json.dumps(fields).encode(), digest_size=10).hexdigest()
+__all__ = ["BuildInfo", "BuildSpec", "Extension", "handles", "load", "load_inline", "prepare", "wait"]
 
 
 @dataclass
@@ -81,7 +72,8 @@ class BuildInfo:
     status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'compiled'
     (no GPU: a kernel edit's device code compiled alone, the library kept), 'loaded' (imported a build
     already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
-    ``reason`` says why a build ran in full when a kernel swap was not possible.
+    ``reason`` says why a build ran in full when a kernel swap was not possible. ``verification`` is the state
+    of the full build behind a swap: 'pending', 'verified', or '' where there is none.
     """
 
     status: str
@@ -91,6 +83,7 @@ class BuildInfo:
     error: BuildError | None = None
     kernels: int = 0
     reason: str = ""
+    verification: str = ""
 
     def __str__(self) -> str:
         if self.status == "failed":
@@ -99,33 +92,18 @@ class BuildInfo:
         what = {"built": f"full rebuild {self.seconds:.2f} s, {self.commands} commands{why}",
                 "swapped": f"kernel swap ({self.kernels} kernel{'s' * (self.kernels != 1)}) {self.seconds:.2f} s",
                 "compiled": f"kernel code compiled alone {self.seconds:.2f} s (no GPU here to run it: the library "
-                            "and its host code stay; the next process builds in full)",
+                            "and its host code stay)",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
-        return f"{what} -> {self.module_name}"
+        after = {"pending": "; the full build that verifies it is running",
+                 "": ""}.get(self.verification, f"; {self.verification}")
+        return f"{what} -> {self.module_name}{after}"
 
 
 def _label(path: str) -> str:
     """A path as a user would name it: relative to the working directory when inside it."""
     rel = os.path.relpath(path)
     return path if rel.startswith(os.pardir) else rel
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _host_view(path: str, text: str | None) -> str | None:
-    if text is None or not path.endswith(_DEVICE_CAPABLE):
-        return None
-    try:
-        return devicecode.host_view(text)
-    except devicecode.Unsure:
-        return None
 
 
 def _import(module_name: str, path: str) -> types.ModuleType:
@@ -150,12 +128,23 @@ def _load_op_library(module_name: str, path: str) -> types.ModuleType:
     return module
 
 
+@dataclass
+class _Bet:
+    """What a swap (or a kernel edit compiled alone) assumed, for the full build that settles it."""
+
+    job: background.Job
+    images: dict[str, bytes]  # source -> the device image loaded (or compiled alone) for it
+    loaded_objects: dict[str, str]  # the host digests of the library that runs
+    lines_moved: bool  # the host code's line numbers (__LINE__) differ from the loaded library's
+    started: float
+
+
 class Extension:
     """A built extension whose attributes are the newest build's functions.
 
     ``ext.add(a, b)`` calls into the module loaded last; ``ext.reload()`` brings it up to date with its
     sources (a kernel swap or a full rebuild). A failed rebuild raises :class:`BuildError` and leaves the
-    previous module in place.
+    previous module in place. ``ext.wait()`` blocks until the full build behind a swap has verified it.
     """
 
     def __init__(self, spec: BuildSpec, verbose: bool = False) -> None:
@@ -163,12 +152,16 @@ class Extension:
         self._verbose = verbose
         self._module: types.ModuleType | None = None
         self._state = manifest.State()
+        self._loaded_objects: dict[str, str] = {}  # host digests of the objects of the library loaded
         self._texts: dict[str, str] = {}  # what the loaded code was built from, for "what changed" messages
         self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
-        self._compiled_alone: set[str] = set()  # sources whose device code alone compiled since that module
+        self._images: dict[str, bytes] = {}  # source -> the device image swapped in (or compiled alone) last
+        self._bet: _Bet | None = None
+        self._verify_error: BuildError | None = None
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
+        self.on_verified: list[Callable[[Extension], None]] = []  # called when a background build settles
 
     @property
     def name(self) -> str:
@@ -222,12 +215,16 @@ class Extension:
                 if not force and self._module is not None and self._state.key == key:
                     changed = fingerprint.changed(self._state.files)
                     if not changed and self._state.tag:
-                        self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__)
+                        self.info = replace(self.info or BuildInfo("unchanged", 0.0), status="unchanged",
+                                            seconds=time.perf_counter() - start, commands=0,
+                                            module_name=self._module.__name__, error=None, reason="")
                         return self
                     if not full:
+                        self._cancel_bet()
                         reason = self._try_swap(changed, start)
                         if not reason:
                             return self
+                self._cancel_bet()
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
                 self.info = BuildInfo("failed", time.perf_counter() - start, 0,
@@ -235,179 +232,151 @@ class Extension:
                 raise
             return self
 
+    def wait(self, timeout: float | None = None) -> Extension:
+        """Block until the full build behind the last swap has settled it (verified, or loaded in its place).
+        Raises :class:`BuildError` when that full build failed: the swapped code is not what the sources
+        build to. ``timeout`` (seconds): raise TimeoutError if it has not settled by then."""
+        bet = self._bet
+        if bet is not None and not bet.job.wait(timeout):
+            raise TimeoutError(f"the full build of '{self.name}' is still running (pid {bet.job.pid})")
+        with self._lock:
+            if self._verify_error is not None:
+                raise self._verify_error
+        return self
+
+    def _cancel_bet(self) -> None:
+        bet, self._bet = self._bet, None
+        if bet is not None:
+            bet.job.cancel()
+
     def _try_swap(self, changed: list[str], start: float) -> str:
-        """Swap the kernels of the units ``changed`` touches (with no GPU, compile them alone); '' when done,
-        else why a full build is needed."""
-        state = self._state
-        before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
-        texts: dict[str, str] = {}
-        units: dict[str, list[str]] = {}
-        added: dict[str, list[str]] = {}  # source -> device-only headers it now includes
-        new_headers: dict[str, tuple[list, str]] = {}  # each one's fingerprint and text, as checked
-        for path in changed:
-            label = _label(path)
-            text = _read_text(path)
-            if text is None:
-                return f"{label} is gone"
-            if not path.endswith(_DEVICE_CAPABLE):
-                return f"host code changed: {label}"
-            old = state.hosts.get(path)
-            if old is None:
-                return f"{label} is outside what a kernel swap reads with certainty"
-            if _host_view(path, text) != old:
-                headers = self._added_device_headers(path, text) if path in state.units else None
-                if headers is None:
-                    where = devicecode.first_host_difference(self._texts[path], text) if path in self._texts else None
-                    return f"host code changed: {where} in {label}" if where else f"host code changed in {label}"
-                added[path] = list(headers)
-                new_headers.update(headers)
-            touched = [src for src, headers in state.units.items() if path == src or path in headers]
-            if not touched:
-                return f"host code changed: {label}"
-            texts[path] = text
-            for src in touched:
-                units[src] = [*state.units[src], *added.get(src, ())]
-        before.update({h: entry for h, (entry, _) in new_headers.items()})
-        # Without a GPU nothing here can run the new kernels: their code is compiled alone, so that an error
-        # shows in about a second, and the library stays as it is (its host code, all that runs here, is the
-        # same). The build on disk is not updated: the next process to load it builds it in full.
-        gpu = swap.gpu_available()
-        plans: dict[str, tuple[str, list[str]]] = {}
+        """Swap the kernels of the units ``changed`` touches (with no GPU, compile them alone), and start the
+        full build that verifies it; '' when done, else why a full build is needed now."""
         try:
             shim = swap.Shim(self.module.__file__)
             registered = shim.kernels()
-            judged = {**texts, **{h: text for h, (_, text) in new_headers.items()}}
-            plans = {src: swap.plan_unit(src, headers, registered, judged) for src, headers in units.items()}
-            images = swap.compile_units(self._spec.build_directory, {s: p[0] for s, p in plans.items()})
-            for src in plans:
-                if gpu:
-                    shim.load(images[src], plans[src][1])
-                    self._swapped.add(src)
-                self._compiled_alone.add(src)
-        except swap.CompileError as err:
-            if set(plans) <= self._compiled_alone and err.messages and all(
-                    any(f"{p}(" in m or f"{p}:" in m for p in (*plans, *changed)) for m in err.messages):
-                # This file's device code compiled alone before, and every error is in the user's own lines:
-                # the edit is wrong, and the full build would only say so a minute later.
-                raise BuildError(self._spec.name, "\n".join(err.messages) + (
-                    "\n(the kernel code alone was compiled; reload(full=True) compiles the whole file)"),
-                    self._spec.build_directory, os.path.join(self._spec.build_directory, build.LOG_FILE)) from err
-            return f"kernel swap not possible: {err}"
         except (swap.SwapError, OSError) as err:
             return f"kernel swap not possible: {err}"
-        for path, entry in before.items():
+        decision = swapplan.decide(self._state, changed, registered, build_directory=self._spec.build_directory,
+                                   texts=self._texts)
+        if isinstance(decision, swapplan.Refusal):
+            return decision.reason
+        gpu = swap.gpu_available()
+        try:
+            images = swap.compile_units(self._spec.build_directory, decision.units)
+            names = {src: swap.image_kernels(images[src], decision.kernels[src], registered) for src in images}
+            for src in images:
+                if gpu:
+                    shim.load(images[src], names[src])
+                    self._swapped.add(src)
+        except swap.CompileError as err:
+            # The device code alone failed where the full file compiled before: only the full file's compiler
+            # may call the edit wrong (the unit lacks whatever torch's headers gave the kernel).
+            return f"the kernel code alone did not compile ({err.first}): the whole file decides"
+        except (swap.SwapError, OSError) as err:
+            return f"kernel swap not possible: {err}"
+        state = self._state
+        for path, entry in decision.files.items():
             state.files[path] = entry
-        for src, headers in added.items():
-            # From now on the headers are the source's own: an edit of theirs is swapped (or, where it adds
-            # host code, rebuilt), and the source's host view is the one that includes them.
+        for src, view in decision.hosts.items():
+            state.hosts[src] = view
+        for src, headers in decision.added.items():
             state.units[src] = list(dict.fromkeys([*state.units[src], *headers]))
-            state.hosts[src] = _host_view(src, texts[src])
-            for header in headers:
-                header_text = new_headers[header][1]
-                state.hosts[header] = _host_view(header, header_text)
-                self._texts[header] = header_text
-        self._texts.update(texts)
-        kernels = sum(len(p[1]) for p in plans.values())
-        self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(plans),
-                              self._module.__name__, kernels=kernels)
+        self._texts.update(decision.texts)
+        self._images.update(images)
+        kernels = sum(len(n) for n in names.values())
+        self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(images),
+                              self._module.__name__, kernels=kernels, verification="pending")
+        self._start_bet(decision.lines_moved)
         return ""
 
-    def _added_device_headers(self, path: str, text: str) -> dict[str, tuple[list, str]] | None:
-        """The headers ``text`` newly includes when that is its only host-side change, and each holds device
-        functions alone (devicecode.added_device_headers), with the fingerprint and text each was judged by;
-        None otherwise."""
-        flags = (*self._spec.extra_cflags, *self._spec.extra_cuda_cflags)
-        if path not in self._texts or any("-iquote" in f for f in flags):  # folders searched before ours
-            return None
-        if _host_view(path, self._texts[path]) != self._state.hosts.get(path):
-            return None  # the text kept is not the one the loaded host code was compiled from
-        folders = [os.path.dirname(path), *self._spec.extra_include_paths]
-        read: dict[str, tuple[list, str]] = {}
+    def _start_bet(self, lines_moved: bool) -> None:
+        self._verify_error = None
+        job = background.Job(self._spec.to_json(), lambda outcome: self._settle(bet, outcome))
+        bet = _Bet(job, dict(self._images), dict(self._loaded_objects), lines_moved, time.perf_counter())
+        self._bet = bet
+        job.start()
 
-        def read_header(target: str) -> tuple[str, str] | None:
-            # nvcc's order for #include "...": the including file's folder, then the -I folders; each path
-            # resolved as the system resolves it when the compiler opens it (realpath: through symlinks).
-            for folder in folders:
-                try:
-                    candidate = os.path.realpath(os.path.join(folder, target))
-                except ValueError:  # a NUL in the target: no compiler finds such a file either
-                    return None
-                if os.path.isfile(candidate):
-                    entry = fingerprint.take([candidate]).get(candidate)  # before the read: a later save shows
-                    header_text = _read_text(candidate)
-                    if entry is None or header_text is None:
-                        return None
-                    read[candidate] = (entry, header_text)
-                    return candidate, header_text
-            return None
+    def _settle(self, bet: _Bet, outcome: background.Outcome) -> None:
+        """The background build is done: compare it with what runs, and load it where they differ."""
+        if outcome.cancelled:
+            return
+        with self._lock:
+            if bet is not self._bet:
+                return  # a newer edit replaced it
+            self._bet = None
+            seconds = time.perf_counter() - bet.started
+            info = self.info or BuildInfo("unchanged", 0.0)
+            if outcome.error:
+                directory = self._spec.build_directory
+                self._verify_error = BuildError(self._spec.name, outcome.log or outcome.error, directory,
+                                                os.path.join(directory, build.LOG_FILE))
+                self.info = replace(info, verification="NOT verified: the full build failed (ext.wait() "
+                                                       "raises its errors); the swapped kernels still run")
+                self._notify()
+                return
+            state = manifest.read(self._spec.build_directory)
+            differences = self._differences(bet, state)
+            if not differences:
+                self._state = state
+                self.info = replace(info, verification=f"verified by the full build ({seconds:.1f} s)")
+                self._notify()
+                return
+            why = "; ".join(differences)
+            library = os.path.join(self._spec.build_directory, f"{self._spec.name}_{state.tag}.so")
+            note = ("verified; only the host code's line numbers moved (__LINE__, as in TORCH_CHECK messages)"
+                    if bet.lines_moved and differences == ["host code"]
+                    else f"the kernel swap was NOT equivalent to the full build: {why}")
+            try:
+                self._adopt(state, library, BuildInfo("built", 0.0, outcome.commands, reason=note,
+                                                      verification="the full build now runs"), bet.started)
+            except BuildError as err:
+                self._verify_error = err
+                self.info = replace(info, verification=f"{note}; the full build could not be loaded: {err}")
+            self._notify()
 
-        others = [t for h in self._state.units.get(path, []) if (t := _read_text(h)) is not None]
-        found = devicecode.added_device_headers(self._texts[path], text, read_header, others)
-        return None if found is None else {h: read[h] for h in found}
+    def _differences(self, bet: _Bet, state: manifest.State) -> list[str]:
+        """What differs between the code that runs and the full build's: 'host code', or kernels by name."""
+        differences = []
+        if not bet.loaded_objects or state.objects != bet.loaded_objects:
+            differences.append("host code")
+        directory = self._spec.build_directory
+        objects = dict(zip(self._spec.sources, build.source_objects(directory), strict=False))
+        for src, image in bet.images.items():
+            obj = objects.get(src)
+            try:
+                built = imagecmp.device_image(os.path.join(directory, obj)) if obj else b""
+                differing = imagecmp.differing_functions(image, built)
+            except (OSError, RuntimeError) as err:
+                differences.append(f"the kernels of {_label(src)} could not be compared: {err}")
+                continue
+            if differing:
+                shown = ", ".join(n.split(" ", 1)[1] for n in differing[:3])
+                differences.append(f"kernel code of {_label(src)}: {shown}")
+        return differences
+
+    def _notify(self) -> None:
+        for callback in list(self.on_verified):
+            try:
+                callback(self)
+            except Exception as err:  # a display callback must not break the build's bookkeeping
+                warnings.warn(f"jitload: an on_verified callback failed: {err!r}", RuntimeWarning, stacklevel=2)
 
     def _rebuild(self, key: str, start: float, force: bool, reason: str = "") -> None:
-        spec, directory = self._spec, self._spec.build_directory
-        trust.private_dir(directory)
-        with build_lock(directory):
-            state = manifest.read(directory)
-            library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
-            if not force and state.up_to_date(key) and os.path.exists(library):
-                self._texts = {p: t for p in state.hosts if (t := _read_text(p)) is not None}
-                self._adopt(state, library, BuildInfo("loaded", 0.0), start)
-                return
-            crash = compiler_probe.known_crash()
-            if crash is not None:
-                warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
-                              "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
-            # Fingerprint before compiling: a file saved during the build must look changed next time.
-            # A file whose time is after this was written while the build ran. (File times come from a coarser
-            # clock, a few ms behind: a save in the build's first ms may look older, but no compiler has read
-            # anything yet then.)
-            started_ns = time.time_ns()
-            before = fingerprint.take((*spec.sources, *state.files))
-            objects = build.write_ninja_file(**spec.torch_args())
-            compiled = build.run_ninja(directory, objects, verbose=self._verbose, name=spec.name)
-            if compiled.returncode != 0:
-                raise BuildError(spec.name, compiled.output, directory, os.path.join(directory, build.LOG_FILE))
-            tag = build.library_tag(directory, objects)
-            library = os.path.join(directory, f"{spec.name}_{tag}.so")
-            commands = compiled.commands
-            if not os.path.exists(library):
-                linked = build.link_library(directory, spec.name, tag, verbose=self._verbose,
-                                            python_module=spec.python_module)
-                if linked.returncode != 0:
-                    raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
-                commands += linked.commands
-            new_state = self._describe(key, tag, objects, before, started_ns)
-            manifest.write(directory, new_state)
-            build.prune_libraries(directory, spec.name, keep=os.path.basename(library))
-            status = "built" if commands else ("loaded" if self._module is None or
-                                               self._module.__file__ != library else "unchanged")
-            info = BuildInfo(status, 0.0, commands, reason=reason if status == "built" else "")
-            self._adopt(new_state, library, info, start)
-
-    def _describe(self, key: str, tag: str, objects: list[str], before: fingerprint.Record,
-                  started_ns: int) -> manifest.State:
-        """The manifest of a finished build: fingerprints as taken before it, host views, each unit's headers."""
-        spec, directory = self._spec, self._spec.build_directory
-        paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
-        # A file saved while the build ran (even back to the bytes fingerprinted before it): what was compiled is
-        # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
-        files = {p: fingerprint.unknown() if entry[0] >= started_ns else before.get(p) or entry
-                 for p, entry in fingerprint.take(paths).items()}
-        texts = {p: _read_text(p) for p in files if p.endswith(_DEVICE_CAPABLE)}
-        read = fingerprint.take(texts)
-        # A host view only for the text that was fingerprinted (for a file known before the build, the text that
-        # was compiled): one saved during the build or this read gets none, so its next edit rebuilds in full
-        # instead of being compared with host code that was never compiled.
-        hosts = {p: _host_view(p, t) if p in read and read[p][2] == files[p][2] else None for p, t in texts.items()}
-        units = {}
-        if spec.with_cuda:
-            for src, obj in zip(spec.sources, build.source_objects(directory), strict=False):
-                if src.endswith(".cu") and obj:
-                    units[src] = [h for h in build.user_dependencies(directory, [obj]) if h != src]
-        self._texts = {p: t for p, t in texts.items() if t is not None}
-        return manifest.State(key, tag, files, hosts, units)
+        spec = self._spec
+        trust.private_dir(spec.build_directory)
+        crash = compiler_probe.known_crash()
+        if crash is not None:
+            warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
+                          "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
+        result = fullbuild.run(spec, force=force, verbose=self._verbose)
+        if result.commands:
+            status = "built"
+        else:
+            status = "loaded" if self._module is None or self._module.__file__ != result.library else "unchanged"
+        self._texts = result.texts
+        info = BuildInfo(status, 0.0, result.commands, reason=reason if status == "built" else "")
+        self._adopt(result.state, result.library, info, start)
 
     def _adopt(self, state: manifest.State, library: str, info: BuildInfo, start: float) -> None:
         name = self._spec.name
@@ -433,7 +402,8 @@ class Extension:
                              os.path.join(directory, build.LOG_FILE)) from err
         if module is not self._module:
             self.modules_loaded += 1
-            self._swapped, self._compiled_alone = set(), set()
+            self._swapped, self._images = set(), {}
+            self._loaded_objects = dict(state.objects)
         _LAST_LOADED[name] = module_name
         self._module, self._state = module, state
         info.module_name, info.seconds = module_name, time.perf_counter() - start
@@ -453,6 +423,7 @@ class Extension:
             trust.check_library(library)
             self._module = _load_op_library(module_name, library)
             self.modules_loaded += 1
+            self._loaded_objects = dict(state.objects)
         self._state = state
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
@@ -661,3 +632,11 @@ def handles() -> dict[str, Extension]:
     with _handles_lock:
         return dict(_handles)
 
+
+
+def wait(timeout: float | None = None) -> None:
+    """Block until every handle's background full build has settled its last swap (see
+    :meth:`Extension.wait`); raises the first :class:`BuildError` of a full build that failed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for ext in handles().values():
+        ext.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))

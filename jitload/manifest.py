@@ -3,7 +3,8 @@
 It holds the build key (sources, flags, compilers, versions: :meth:`jitload.extension.BuildSpec.key`), the tag
 of the library it linked (``NAME_<tag>.so``), the content fingerprint of every source and user header the
 compilers reported (:mod:`jitload.fingerprint`), and for the kernel swap each device-capable file's host view
-and each ``.cu`` unit's user headers. A process that finds the key and fingerprints unchanged loads the
+and each ``.cu`` unit's user headers, and a digest of each object's host code (what a kernel swap is
+verified against). A process that finds the key and fingerprints unchanged loads the
 library without starting a compiler. The file is replaced atomically, so a reader never sees half of one; an
 unreadable or older-format file reads as "nothing built".
 """
@@ -28,6 +29,7 @@ class State:
     files: fingerprint.Record = field(default_factory=dict)
     hosts: dict[str, str | None] = field(default_factory=dict)  # device-capable file -> host view (None: unsure)
     units: dict[str, list[str]] = field(default_factory=dict)  # .cu source -> the user headers it includes
+    objects: dict[str, str] = field(default_factory=dict)  # object -> digest of its host side (imagecmp)
 
     def up_to_date(self, key: str) -> bool:
         """Built, for this key, from files whose content has not changed since."""
@@ -40,7 +42,8 @@ def read(build_directory: str) -> State:
         with open(os.path.join(build_directory, MANIFEST)) as f:
             data = json.load(f)
         return State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()},
-                     dict(data.get("hosts", {})), {k: list(v) for k, v in data.get("units", {}).items()})
+                     dict(data.get("hosts", {})), {k: list(v) for k, v in data.get("units", {}).items()},
+                     dict(data.get("objects", {})))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return State()
 
@@ -51,5 +54,5 @@ def write(build_directory: str, state: State) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump({"key": state.key, "tag": state.tag, "files": state.files, "hosts": state.hosts,
-                   "units": state.units}, f, indent=1)
+                   "units": state.units, "objects": state.objects}, f, indent=1)
     os.replace(tmp, path)  # a reader never sees half a manifest

@@ -12,7 +12,6 @@ usually 0). ``nvcc -Xptxas -v`` says which part of the frame is spills ("spill s
 
 from __future__ import annotations
 
-import functools
 import glob
 import os
 import re
@@ -32,26 +31,7 @@ _FIELD = re.compile(r"([A-Z]+)(?:\[\d+\])?:(\d+)")
 COLUMNS = ["object", "arch", "kernel", "registers", "shared", "stack", "local", "constant", "mangled"]
 
 
-@functools.lru_cache(maxsize=1)
-def cuobjdump() -> str:
-    """The cuobjdump to use: the toolkit's, else one on PATH, else the copy Triton's wheel ships.
-
-    A pip-installed torch brings Triton, and Triton carries cuobjdump and nvdisasm for its own use, so even a
-    machine whose toolkit is only nvcc (this project's CI) can read the objects.
-    """
-    cuda_home = toolchain.find_cuda_home()
-    candidates = [os.path.join(cuda_home, "bin", "cuobjdump")] if cuda_home else []
-    candidates.append(shutil.which("cuobjdump") or "")
-    try:
-        import triton
-
-        candidates.append(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
-    except ImportError:
-        pass
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    raise RuntimeError("cuobjdump not found: install the CUDA toolkit's cuobjdump (or Triton, which carries one)")
+cuobjdump = toolchain.cuobjdump  # the locator lives with the toolchain; kept here for callers
 
 
 def objects(target: Extension | str | Iterable[str]) -> list[str]:

@@ -31,7 +31,7 @@ import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import devicecode, toolchain, trust
+from . import devicecode, imagecmp, toolchain, trust
 
 SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "swap_shim.cpp")
 WRAPPED = (
@@ -163,10 +163,11 @@ def _defined_kernels(text: str) -> set[str]:
 
 
 def plan_unit(source: str, headers: list[str], registered: list[str],
-              texts: dict[str, str] | None = None) -> tuple[str, list[str]]:
+              texts: dict[str, str] | None = None, prelude: str = "") -> tuple[str, list[str]]:
     """The device unit for ``source`` and the registered kernels it must replace (all of its own and its user
     headers' kernels). ``texts`` holds the source's and headers' texts as already read and judged; a file not in
-    it is read here. Raises :class:`SwapError` where unsure."""
+    it is read here; ``prelude`` is the macro state the full build's device pass had after torch's includes
+    (:func:`jitload.ppview.device_prelude`). Raises :class:`SwapError` where unsure."""
     texts = texts or {}
 
     def read(path: str) -> str:
@@ -185,7 +186,7 @@ def plan_unit(source: str, headers: list[str], registered: list[str],
                 raise SwapError(f"{os.path.basename(header)} includes torch headers")
             devicecode.check_no_device_variables(header_text)
             defined |= _defined_kernels(header_text)
-        unit, _ = devicecode.device_unit(text, source, registered, header_texts)
+        unit, _ = devicecode.device_unit(text, source, registered, header_texts, prelude=prelude)
     except devicecode.Unsure as err:
         raise SwapError(f"{os.path.basename(source)}: {err}") from err
     except (OSError, UnicodeDecodeError) as err:
@@ -203,11 +204,29 @@ def plan_unit(source: str, headers: list[str], registered: list[str],
 
 
 class CompileError(SwapError):
-    """The device unit did not compile; ``messages`` are nvcc's error lines."""
+    """The device unit did not compile; ``messages`` are nvcc's error lines, ``first`` the first of them."""
 
-    def __init__(self, text: str, messages: list[str]):
+    def __init__(self, text: str, messages: list[str], first: str = ""):
         super().__init__(text)
         self.messages = messages
+        self.first = first
+
+
+def image_kernels(image: bytes, planned: list[str], registered: list[str]) -> list[str]:
+    """The registered kernels a compiled unit replaces: those planned from its text and every other registered
+    kernel the image defines (a kernel spelled through a macro is found here, not in the text). Raises
+    :class:`SwapError` where the image defines device variables: the host code fills the loaded module's
+    copies (``cudaMemcpyToSymbol``), which new kernels would not read."""
+    try:
+        kernels, variables = imagecmp.image_symbols(image)
+    except RuntimeError as err:
+        raise SwapError(str(err)) from err
+    if variables:
+        raise SwapError(f"device variables ({', '.join(sorted(variables)[:3])}) belong to the loaded module")
+    missing = [n for n in planned if n not in kernels]
+    if missing:
+        raise SwapError(f"the new device code lacks {', '.join(missing[:3])}")
+    return list(dict.fromkeys([*planned, *(n for n in registered if n in kernels)]))
 
 
 def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, bytes]:
@@ -229,7 +248,7 @@ def compile_units(build_directory: str, units: dict[str, str]) -> dict[str, byte
             output = done.stdout + done.stderr
             errors = [ln for ln in output.splitlines() if ": error" in ln or "fatal" in ln]
             first = errors[0] if errors else output.strip()[:300]
-            raise CompileError(f"the device code alone did not compile ({first.strip()})", errors)
+            raise CompileError(f"the device code alone did not compile ({first.strip()})", errors, first.strip())
         with open(image, "rb") as f:
             return f.read()
 

@@ -1,0 +1,122 @@
+"""Whether an edit can be taken by a kernel swap, decided in one place: a :class:`Plan` or a :class:`Refusal`.
+
+The handle (:mod:`jitload.extension`) asks :func:`decide` with the files that changed since its last build and
+gets back either a plan (the device units to compile, the kernels each replaces, the fingerprints and host
+views to record once it is loaded) or the reason a full build is needed. The plan is a bet that the loaded
+host code is what a full build of the new sources would give; :mod:`jitload.background` settles every bet
+with that full build, so a wrong decision costs a reload, never stale code for long.
+
+The decision reads each changed file as the compiler sees it (:mod:`jitload.ppview`): its own text after the
+preprocessor, in host mode, with the macro state of its includes that a full build captured, and execution
+spaces (``__host__``/``__device__``/``__global__``, however spelled) taken from the attributes they expand to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import devicecode, fingerprint, manifest, ppview, swap
+
+DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A kernel swap to make: the device unit of each affected source and the kernels each replaces."""
+
+    units: dict[str, str]  # source -> its torch-free device unit
+    kernels: dict[str, list[str]]  # source -> the registered kernels (mangled) its unit replaces
+    files: fingerprint.Record  # the changed (and newly included) files' fingerprints, taken before the read
+    texts: dict[str, str]  # the changed files' texts, as judged
+    hosts: dict[str, str] = field(default_factory=dict)  # source -> host view to record once loaded
+    added: dict[str, list[str]] = field(default_factory=dict)  # source -> user headers it now includes
+    lines_moved: bool = False  # the host code's line numbers (__LINE__) differ from the loaded library's
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the edit needs a full build."""
+
+    reason: str
+
+
+def _label(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def decide(state: manifest.State, changed: Iterable[str], registered: list[str], *, build_directory: str,
+           texts: dict[str, str]) -> Plan | Refusal:
+    """Plan a swap of the units ``changed`` touches, or say why a full build is needed.
+
+    ``state`` is the loaded build's manifest, ``registered`` the loaded library's kernels (mangled), ``texts``
+    what the loaded code was built from (for "where" messages).
+    """
+    changed = list(changed)
+    before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
+    new_texts: dict[str, str] = {}
+    touched: set[str] = set()
+    for path in changed:
+        label = _label(path)
+        text = _read(path)
+        if text is None:
+            return Refusal(f"{label} is gone")
+        if not path.endswith(DEVICE_CAPABLE):
+            return Refusal(f"host code changed: {label}")
+        users = [src for src, headers in state.units.items() if path == src or path in headers]
+        if not users:
+            return Refusal(f"host code changed: {label}")
+        host_users = [src for src in users if not src.endswith(".cu")]
+        if host_users:  # g++ reads __device__ as nothing: there the header's functions are host code
+            return Refusal(f"host code changed: {label} is part of {_label(host_users[0])}, a host-only unit")
+        new_texts[path] = text
+        touched.update(users)
+    hosts: dict[str, str] = {}
+    added: dict[str, list[str]] = {}
+    lines_moved = False
+    for src in sorted(touched):
+        text = new_texts.get(src) or _read(src)
+        if text is None:
+            return Refusal(f"{_label(src)} is gone")
+        view = ppview.host_view(build_directory, src, text)
+        if isinstance(view, ppview.Unknown):
+            return Refusal(f"{_label(src)}: {view.reason}")
+        old_decides, _, old_exact = (state.hosts.get(src) or "").partition(":")
+        if view.decides != old_decides:
+            return Refusal(_where(changed, texts, new_texts))
+        lines_moved |= view.exact != old_exact
+        hosts[src] = view.encode()
+        new_headers = [f for f in view.files if f != src and f not in state.units[src]]
+        if new_headers:
+            added[src] = new_headers
+            before.update(fingerprint.take(new_headers))
+    kernels: dict[str, list[str]] = {}
+    units: dict[str, str] = {}
+    try:
+        for src in sorted(touched):
+            headers = [*state.units[src], *added.get(src, ())]
+            units[src], kernels[src] = swap.plan_unit(src, headers, registered, new_texts,
+                                                      prelude=ppview.device_prelude(build_directory, src))
+    except swap.SwapError as err:
+        return Refusal(f"kernel swap not possible: {err}")
+    return Plan(units, kernels, before, new_texts, hosts, added, lines_moved)
+
+
+def _where(changed: list[str], old: dict[str, str], new: dict[str, str]) -> str:
+    """'host code changed: add() at line 17 in add.cu', as precisely as the texts allow."""
+    for path in changed:
+        if path in old and path in new:
+            where = devicecode.first_host_difference(old[path], new[path])
+            if where:
+                return f"host code changed: {where} in {_label(path)}"
+    return f"host code changed in {', '.join(_label(p) for p in changed)}"
