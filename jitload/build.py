@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import inspect
 import os
@@ -329,7 +330,8 @@ def _rules_and_variables(ninja_path: str) -> str:
     return "".join(kept).rstrip("\n") + "\n\n"
 
 
-def _toolchain_roots() -> tuple[str, ...]:
+@functools.lru_cache(maxsize=1)
+def toolchain_roots() -> tuple[str, ...]:
     # site-packages/nvidia holds the CUDA headers of torch's pip wheels (see toolchain.library_include_dirs).
     site = os.path.dirname(os.path.dirname(torch.__file__))
     roots = {os.path.dirname(torch.__file__), os.path.join(site, "nvidia"), "/usr/include", "/usr/lib",
@@ -349,7 +351,7 @@ def user_dependencies(build_directory: str, objects: list[str]) -> list[str]:
     """
     out = subprocess.run([ninja_binary(), "-t", "deps", *objects], cwd=build_directory, capture_output=True,
                          text=True, errors="replace").stdout
-    roots = _toolchain_roots()
+    roots = toolchain_roots()
     deps: dict[str, None] = {}
     for line in out.splitlines():
         if line.startswith((" ", "\t")) and line.strip():

@@ -311,9 +311,12 @@ def _declaration(text: str, code_s: str, start: int, end: int, line: int, scope:
     words = set(_IDENT.findall(head))
     rest, is_template = _strip_template_prefix(head)
     name = _function_name(rest.rstrip(";"))
+    invoked = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(.*\)\s*;?\s*", rest, re.S)
     if words & {"__global__", "__device__", "__constant__", "__shared__", "__managed__", "C10_DEVICE",
                 "C10_HOST_DEVICE"}:
         kind = "decl"
+    elif invoked and re.search(rf"(?m)^[ \t]*#[ \t]*define[ \t]+{invoked.group(1)}\(", text):
+        kind = "decl"  # an invocation of the file's own macro (it may define kernels): the unit keeps it
     elif name is not None and not rest.lstrip().startswith(("using", "typedef", "static_assert")):
         kind = "host"  # a host function's declaration
     elif _HOST_ONLY_DECL.search(text[start:end]):

@@ -94,7 +94,8 @@ class BuildInfo:
                 "compiled": f"kernel code compiled alone {self.seconds:.2f} s (no GPU here to run it: the library "
                             "and its host code stay)",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
-                "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms)"}[self.status]
+                "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms{'; ' * bool(self.reason)}{self.reason})"
+                }[self.status]
         after = {"pending": "; the full build that verifies it is running",
                  "": ""}.get(self.verification, f"; {self.verification}")
         return f"{what} -> {self.module_name}{after}"
@@ -157,6 +158,7 @@ class Extension:
         self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
         self._images: dict[str, bytes] = {}  # source -> the device image swapped in (or compiled alone) last
         self._bet: _Bet | None = None
+        self._kernel_sets: dict[tuple[str, str], set[str]] = {}  # (tag, source) -> its object's kernels
         self._verify_error: BuildError | None = None
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
@@ -220,7 +222,6 @@ class Extension:
                                             module_name=self._module.__name__, error=None, reason="")
                         return self
                     if not full:
-                        self._cancel_bet()
                         reason = self._try_swap(changed, start)
                         if not reason:
                             return self
@@ -261,10 +262,26 @@ class Extension:
                                    texts=self._texts)
         if isinstance(decision, swapplan.Refusal):
             return decision.reason
+        if decision.nothing:
+            # Comments and spacing alone: the objects on disk are what these texts compile to, so the build
+            # on disk is brought up to date without compiling (the next process loads it as it is).
+            # A background build still running verifies the swap before it as it would have; with no swap
+            # since the module's full build, the manifest on disk is brought up to date.
+            self._state.files.update(decision.files)
+            self._texts.update(decision.texts)
+            if self._bet is None and not self._images:
+                with build_lock(self._spec.build_directory):
+                    if manifest.read(self._spec.build_directory).tag == self._state.tag:
+                        manifest.write(self._spec.build_directory, self._state)
+            self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__,
+                                  reason="comments and spacing only: nothing to compile")
+            return ""
+        self._cancel_bet()  # a newer edit: the full build of the older one is stopped, and one of this started
         gpu = swap.gpu_available()
         try:
             images = swap.compile_units(self._spec.build_directory, decision.units)
-            names = {src: swap.image_kernels(images[src], decision.kernels[src], registered) for src in images}
+            names = {src: swap.image_kernels(images[src], decision.kernels[src], registered,
+                                             self._built_kernels(src)) for src in images}
             for src in images:
                 if gpu:
                     shim.load(images[src], names[src])
@@ -273,7 +290,7 @@ class Extension:
             # The device code alone failed where the full file compiled before: only the full file's compiler
             # may call the edit wrong (the unit lacks whatever torch's headers gave the kernel).
             return f"the kernel code alone did not compile ({err.first}): the whole file decides"
-        except (swap.SwapError, OSError) as err:
+        except (swap.SwapError, OSError, RuntimeError) as err:
             return f"kernel swap not possible: {err}"
         state = self._state
         for path, entry in decision.files.items():
@@ -289,6 +306,16 @@ class Extension:
                               self._module.__name__, kernels=kernels, verification="pending")
         self._start_bet(decision.lines_moved)
         return ""
+
+    def _built_kernels(self, source: str) -> set[str]:
+        """The kernels the loaded library's object of ``source`` defines (its full build's device image)."""
+        key = (self._state.tag, source)
+        if key not in self._kernel_sets:
+            directory = self._spec.build_directory
+            objects = dict(zip(self._spec.sources, build.source_objects(directory), strict=False))
+            image = imagecmp.device_image(os.path.join(directory, objects[source])) if objects.get(source) else b""
+            self._kernel_sets[key] = imagecmp.image_symbols(image)[0] if image else set()
+        return self._kernel_sets[key]
 
     def _start_bet(self, lines_moved: bool) -> None:
         self._verify_error = None

@@ -234,7 +234,7 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
         return Unknown("no macro snapshot of its includes (the next full build takes one)")
     meta, stem = found
     prefix, lines = split_prefix(text)
-    if prefix != meta["prefix"]:
+    if _code_lines(prefix) != _code_lines(meta["prefix"]):
         return Unknown("host code changed: the includes at its top")
     rest = "\n".join(text.split("\n")[lines:])
     args = [*_without_runtime(meta["host"]), "-iquote", os.path.dirname(source)]
@@ -254,6 +254,11 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
     files = sorted({m for m in re.findall(r'^#\s*\d+\s+"([^"]+)"', exact_run.stdout, re.M)
                     if os.path.isabs(m) and os.path.exists(m)})
     return View(decides, exact, tuple(files))
+
+
+def _code_lines(text: str) -> list[str]:
+    """``text`` line by line without its comments, spaces collapsed: what the preprocessor acts on, where."""
+    return [" ".join(line.split()) for line in devicecode._mask_comments_only(text).split("\n")]
 
 
 def _spaces(head: str) -> set[str]:

@@ -212,18 +212,20 @@ class CompileError(SwapError):
         self.first = first
 
 
-def image_kernels(image: bytes, planned: list[str], registered: list[str]) -> list[str]:
+def image_kernels(image: bytes, planned: list[str], registered: list[str], built: set[str] = frozenset()
+                  ) -> list[str]:
     """The registered kernels a compiled unit replaces: those planned from its text and every other registered
     kernel the image defines (a kernel spelled through a macro is found here, not in the text). Raises
-    :class:`SwapError` where the image defines device variables: the host code fills the loaded module's
-    copies (``cudaMemcpyToSymbol``), which new kernels would not read."""
+    :class:`SwapError` where the image defines device variables (the host code fills the loaded module's
+    copies with ``cudaMemcpyToSymbol``, which new kernels would not read), or lacks a kernel that ``built``,
+    the full build's image of the same source, defines (its edit would not take effect)."""
     try:
         kernels, variables = imagecmp.image_symbols(image)
     except RuntimeError as err:
         raise SwapError(str(err)) from err
     if variables:
         raise SwapError(f"device variables ({', '.join(sorted(variables)[:3])}) belong to the loaded module")
-    missing = [n for n in planned if n not in kernels]
+    missing = [n for n in planned if n not in kernels] + sorted(n for n in built & set(registered) if n not in kernels)
     if missing:
         raise SwapError(f"the new device code lacks {', '.join(missing[:3])}")
     return list(dict.fromkeys([*planned, *(n for n in registered if n in kernels)]))

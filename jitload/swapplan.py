@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import devicecode, fingerprint, manifest, ppview, swap
+from . import build, devicecode, fingerprint, manifest, ppview, swap
 
 DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
@@ -33,6 +33,7 @@ class Plan:
     hosts: dict[str, str] = field(default_factory=dict)  # source -> host view to record once loaded
     added: dict[str, list[str]] = field(default_factory=dict)  # source -> user headers it now includes
     lines_moved: bool = False  # the host code's line numbers (__LINE__) differ from the loaded library's
+    nothing: bool = False  # the compiler would see the same code (a comment edit): nothing to compile
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,15 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
             return Refusal(_where(changed, texts, new_texts))
         lines_moved |= view.exact != old_exact
         hosts[src] = view.encode()
-        new_headers = [f for f in view.files if f != src and f not in state.units[src]]
+        new_headers = [f for f in view.files if f != src and f not in state.units[src] and _is_user_file(f)]
         if new_headers:
             added[src] = new_headers
             before.update(fingerprint.take(new_headers))
+            for header in new_headers:
+                if (header_text := _read(header)) is not None:
+                    new_texts.setdefault(header, header_text)
+    if not lines_moved and not added and _same_code(changed, texts, new_texts):
+        return Plan({}, {}, before, new_texts, hosts, nothing=True)
     kernels: dict[str, list[str]] = {}
     units: dict[str, str] = {}
     try:
@@ -110,6 +116,27 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
     except swap.SwapError as err:
         return Refusal(f"kernel swap not possible: {err}")
     return Plan(units, kernels, before, new_texts, hosts, added, lines_moved)
+
+
+def _is_user_file(path: str) -> bool:
+    """Not the toolchain's (torch, CUDA, Python, the system) nor jitload's own snapshot."""
+    real = os.path.realpath(path)
+    return not real.startswith(build.toolchain_roots()) and f"{os.sep}{ppview.PP_DIR}{os.sep}" not in real
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` line by line with comments blanked and spaces collapsed: what the compiler reads, where."""
+    try:
+        masked = devicecode._mask(text)
+    except devicecode.Unsure:
+        return [text]
+    return [" ".join(line.split()) for line in masked.split("\n")]
+
+
+def _same_code(changed: list[str], old: dict[str, str], new: dict[str, str]) -> bool:
+    """Whether every changed file differs from the text the loaded code was built from only inside comments
+    and in spacing, line by line (a moved line would move __LINE__, in device code too)."""
+    return all(p in old and p in new and _lines(old[p]) == _lines(new[p]) for p in changed)
 
 
 def _where(changed: list[str], old: dict[str, str], new: dict[str, str]) -> str:
