@@ -35,6 +35,13 @@ class Watcher:
         self.do_check, self.do_bench = check, bench
         self.console = console or Console()
         self.builds = 0
+        ext.on_verified.append(self._settled)
+
+    def _settled(self, ext: Extension) -> None:
+        """The full build behind a swap ended: say whether it verified the swap or runs in its place."""
+        info = ext.info
+        style = "green" if info is not None and info.verification.startswith("verified") else "yellow"
+        self.console.print(f"[bold]{time.strftime('%H:%M:%S')}[/] {ext.name}: [{style}]{info}[/]")
 
     def files(self) -> list[str]:
         return self.ext.files()

@@ -43,6 +43,7 @@ class WatchPanel:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        ext.on_verified.append(self._settled)  # the full build behind a swap reports here when it ends
         self.rebuild()
         if start:
             self.start()
@@ -59,6 +60,12 @@ class WatchPanel:
                 self.log.value = "".join(f.readlines()[-LOG_TAIL:])
         except OSError:
             self.log.value = "(no build log yet)"
+
+    def _settled(self, ext: Extension) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        text = html.escape(f"{ext.info}")
+        color = "#070" if ext.info is not None and ext.info.verification.startswith("verified") else "#b60"
+        self.status.value = f"<span style='color:{color}'>{stamp} {text}</span>"
 
     def rebuild(self) -> None:
         """Rebuild now (what the button does); the previous module stays loaded if this fails."""
