@@ -323,5 +323,6 @@ def view_of(pre: str) -> str:
             parts.append(" ".join(_pragmas(pre[item.body:item.end])) if item.body >= 0 else "")
         else:
             parts.append(snippet)
-    tokens = " ".join(" ".join(devicecode._TOKENS.findall(devicecode._mask_comments_only(p))) for p in parts)
+    words = (" ".join(devicecode._TOKENS.findall(devicecode._mask_comments_only(p))) for p in parts)
+    tokens = " ".join(w for w in words if w)
     return hashlib.blake2b(tokens.encode(), digest_size=16).hexdigest()

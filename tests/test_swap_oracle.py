@@ -1,0 +1,114 @@
+"""The kernel-swap oracle (benchmarks/swap_oracle.py) on a sample: every edit decided "swap" must compile to the
+loaded build's host code and to the full file's PTX, kernel by kernel.
+
+CPU with nvcc: torch-free bases (a few seconds a compile), edits of which some must be swapped and some
+refused, so that the test can fail either way. The whole sweep, torch sources included, is the script's.
+"""
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load_oracle():
+    spec = importlib.util.spec_from_file_location("swap_oracle", os.path.join(ROOT, "benchmarks", "swap_oracle.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["swap_oracle"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+oracle = _load_oracle()
+needs_nvcc = pytest.mark.skipif(not oracle.nvcc_available(),
+                                reason="nvcc not found (no CUDA toolkit): the oracle compiles every swapped edit")
+
+# (base, edited file, kind): kernel-body, header, comment, splice and CRLF edits that a swap should take, and
+# host-visible ones (a device variable, a helper made __host__ __device__, a host statement) that it must refuse.
+SAMPLE = [
+    ("tf_templ", "tf_templ.cu", "operator"),
+    ("tf_templ", "tf_templ.cu", "blank_line"),  # no __LINE__ in its host code: the host object stays equal
+    ("tf_templ", "tf_templ.cu", "splice_body"),
+    ("tf_templ", "tf_ops.cuh", "constant"),
+    ("tf_templ", "tf_templ.cu", "line_ends"),
+    ("tf_templ", "tf_templ.cu", "device_variable"),
+    ("tf_templ", "tf_ops.cuh", "space_macro"),
+    ("tf_templ", "tf_templ.cu", "host_statement"),
+]
+
+
+def _edits(base, chosen):
+    by_key = {(e.file, e.kind): e for e in oracle.generate(base, 1)}
+    return [by_key[(file, kind)] for name, file, kind in chosen if name == base.name]
+
+
+def _run(tmp_path, chosen):
+    outcomes = []
+    with oracle.one_compiler_at_a_time():
+        for name in dict.fromkeys(name for name, _, _ in chosen):
+            base = oracle.bases()[name]
+            prepared = oracle.prepare(base, str(tmp_path))
+            outcomes += [oracle.check(prepared, edit) for edit in _edits(base, chosen)]
+    return outcomes
+
+
+def _explain(outcomes):
+    return "\n".join(f"{o.base}/{o.file}/{o.kind}: {o.decision} host={o.host} ptx={o.ptx} {o.reason}\n{o.failure}\n"
+                     f"{o.diff if o.failure else ''}" for o in outcomes)
+
+
+def _assert_sound(outcomes, expected):
+    assert len(outcomes) == expected
+    failures = [o for o in outcomes if o.failure]
+    assert not failures, _explain(failures)
+    swapped = [o for o in outcomes if o.decision == "swap" and o.ptx == "equal"]
+    assert swapped, "no edit was swapped and checked:\n" + _explain(outcomes)
+    assert any(o.decision == "refused" for o in outcomes), "no edit was refused:\n" + _explain(outcomes)
+    return swapped
+
+
+@needs_nvcc
+def test_swapped_edits_of_torch_free_sources_compile_to_the_loaded_host_code_and_the_units_ptx(tmp_path):
+    outcomes = _run(tmp_path, SAMPLE)
+    swapped = _assert_sound(outcomes, len(SAMPLE))
+    # Without __LINE__ in the host code, a swap whose lines moved must still leave the object equal.
+    assert all(o.host == "equal" for o in swapped), _explain(swapped)
+
+
+def test_ptx_comparison_ignores_comments_line_info_and_label_numbers_but_not_code():
+    full = """
+.version 8.8
+.target sm_90
+.file 1 "/tmp/a.cu"
+// a comment
+.visible .entry _Z1kPf(
+    .param .u64 _Z1kPf_param_0
+)
+{
+    .loc 1 3 1
+    @%p1 bra $L__BB2_2;
+    st.global.f32 [%rd1], %f1;
+$L__BB2_2:
+    ret;
+}
+"""
+    moved = full.replace("$L__BB2_", "$L__BB0_").replace(".loc 1 3 1", ".loc 1 9 1").replace("// a comment", "")
+    assert oracle.compare_ptx(full, moved, None) == ([], [])
+    other = full.replace("st.global.f32", "st.global.f64")
+    differences, _ = oracle.compare_ptx(full, other, None)
+    assert differences and "_Z1kPf: PTX differs" in differences[0]
+    missing, _ = oracle.compare_ptx(full, ".version 8.8\n", None)
+    assert missing and "not in the unit" in missing[0]
+    unchanged, notes = oracle.compare_ptx(full, ".version 8.8\n", full)
+    assert unchanged == [] and "unchanged since the base" in notes[0]
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_a_swapped_edit_of_the_seed_file_compiles_to_the_loaded_host_code(tmp_path):
+    # torch/extension.h: about 80 s a compile on 2 cores, the base build and the swapped edit's full compile
+    chosen = [("seed_add", "seed_add.cu", "operator"), ("seed_add", "seed_add.cu", "host_statement")]
+    _assert_sound(_run(tmp_path, chosen), len(chosen))
