@@ -272,7 +272,9 @@ def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
     for layout in LAYOUTS:
         torch_steps = {s["step"]: s for s in results[(layout, "torch")]}
         for entry in results[(layout, "jitload")]:
-            how = entry["how"].split(" -> ")[0]
+            # The status line's last clause is what the background full build concluded, where there was one.
+            before, _, after = entry["how"].partition(" -> ")
+            how = after.partition("; ")[2] if "verified" in entry["step"] else before
             lines.append(f"| {layout} | {entry['step']} | {cell(torch_steps.get(entry['step']))} | {cell(entry)} "
                          f"| {how} |")
     return lines

@@ -593,3 +593,40 @@ def test_an_include_of_device_functions_alone_is_swapped_and_then_followed(seed_
             f.write(_read("seed_add.cu"))
         if os.path.exists(header):
             os.remove(header)
+
+
+# ---- the host view of preprocessed text (what ppview hands the decision) ----
+
+PRE = ('__attribute__((device)) float helper(float a) { return a + 1.0f; }\n'
+       '__attribute__((host)) __attribute__((device)) float both(float a) { return a * 2.0f; }\n'
+       '__attribute__((global)) void __attribute__((launch_bounds(256))) k(float* x) {\n'
+       '#pragma unroll 4\n  for (int i = 0; i < 4; i++) x[i] = helper(x[i]);\n}\n'
+       'struct Op { __attribute__((device)) float operator()(float v) const { return v; } int n = 3; };\n'
+       'int host_fn() { return 7; }\n')
+
+
+@pytest.mark.parametrize(("old", "new", "same"), [
+    ("return a + 1.0f;", "return a - 1.0f;", True),  # a device-only body
+    ("x[i] = helper(x[i]);", "x[i] = 2 * helper(x[i]);", True),  # a kernel body
+    ("#pragma unroll 4", "#pragma unroll 2", True),
+    ("launch_bounds(256)", "launch_bounds(128)", False),  # the kernel's signature: its host stub's declaration
+    ("{ return v; }", "{ return -v; }", True),  # a functor's device operator()
+    ("return a * 2.0f;", "return a * 3.0f;", False),  # __host__ __device__: host code too
+    ("return 7;", "return 8;", False),
+    ("int n = 3;", "int n = 4;", False),  # a type is host code
+    ("  for (int i", "#pragma pack(push, 1)\n  for (int i", False),  # a pragma that outlives the body
+])
+def test_the_preprocessed_host_view(old, new, same):
+    from jitload import ppview
+    assert old in PRE
+    assert (ppview.view_of(PRE.replace(old, new)) == ppview.view_of(PRE)) is same
+
+
+def test_a_device_function_declared_for_the_host_elsewhere_is_host_code():
+    from jitload import ppview
+    # nvcc merges the execution spaces of a function's declarations: the definition below is host code too.
+    text = ("__attribute__((host)) __attribute__((device)) float f(float a);\n"
+            "__attribute__((device)) float f(float a) { return a; }\n")
+    assert ppview.view_of(text.replace("return a;", "return -a;")) != ppview.view_of(text)
+    alone = text.split("\n", 1)[1]
+    assert ppview.view_of(alone.replace("return a;", "return -a;")) == ppview.view_of(alone)
