@@ -158,7 +158,6 @@ class Extension:
         self._swapped: set[str] = set()  # sources whose kernels were swapped into the loaded module
         self._images: dict[str, bytes] = {}  # source -> the device image swapped in (or compiled alone) last
         self._bet: _Bet | None = None
-        self._kernel_sets: dict[tuple[str, str], set[str]] = {}  # (tag, source) -> its object's kernels
         self._verify_error: BuildError | None = None
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
@@ -308,14 +307,11 @@ class Extension:
         return ""
 
     def _built_kernels(self, source: str) -> set[str]:
-        """The kernels the loaded library's object of ``source`` defines (its full build's device image)."""
-        key = (self._state.tag, source)
-        if key not in self._kernel_sets:
-            directory = self._spec.build_directory
-            objects = dict(zip(self._spec.sources, build.source_objects(directory), strict=False))
-            image = imagecmp.device_image(os.path.join(directory, objects[source])) if objects.get(source) else b""
-            self._kernel_sets[key] = imagecmp.image_symbols(image)[0] if image else set()
-        return self._kernel_sets[key]
+        """The kernels the loaded build's object of ``source`` defines (read from its device image by the
+        full build); raises SwapError where that build did not record them."""
+        if source not in self._state.kernels:
+            raise swap.SwapError(f"the last full build did not record the kernels of {_label(source)}")
+        return set(self._state.kernels[source])
 
     def _start_bet(self, lines_moved: bool) -> None:
         self._verify_error = None

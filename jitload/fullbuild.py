@@ -170,5 +170,13 @@ def describe(spec: BuildSpec, key: str, tag: str, objects: list[str], before: fi
             if obj:  # a .cpp unit too: a header it shares with a .cu unit is host code there
                 units[src] = [h for h in build.user_dependencies(directory, [obj]) if h != src]
     digests = imagecmp.host_digests(directory, build.source_objects(directory))
-    state = manifest.State(key, tag, files, hosts, units, digests)
+    kernels = {}
+    for src, obj in zip(spec.sources, build.source_objects(directory), strict=False):
+        if src.endswith(".cu") and obj:
+            try:
+                image = imagecmp.device_image(os.path.join(directory, obj))
+                kernels[src] = sorted(imagecmp.image_symbols(image)[0]) if image else []
+            except (OSError, RuntimeError):
+                pass  # unknown: a swap of this source is refused (its kernels cannot be checked)
+    state = manifest.State(key, tag, files, hosts, units, digests, kernels)
     return state, {p: t for p, t in texts.items() if t is not None}

@@ -30,6 +30,7 @@ class State:
     hosts: dict[str, str | None] = field(default_factory=dict)  # device-capable file -> host view (None: unsure)
     units: dict[str, list[str]] = field(default_factory=dict)  # .cu source -> the user headers it includes
     objects: dict[str, str] = field(default_factory=dict)  # object -> digest of its host side (imagecmp)
+    kernels: dict[str, list[str]] = field(default_factory=dict)  # .cu source -> the kernels its object defines
 
     def up_to_date(self, key: str) -> bool:
         """Built, for this key, from files whose content has not changed since."""
@@ -43,7 +44,7 @@ def read(build_directory: str) -> State:
             data = json.load(f)
         return State(data["key"], data["tag"], {k: list(v) for k, v in data["files"].items()},
                      dict(data.get("hosts", {})), {k: list(v) for k, v in data.get("units", {}).items()},
-                     dict(data.get("objects", {})))
+                     dict(data.get("objects", {})), {k: list(v) for k, v in data.get("kernels", {}).items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return State()
 
@@ -54,5 +55,5 @@ def write(build_directory: str, state: State) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump({"key": state.key, "tag": state.tag, "files": state.files, "hosts": state.hosts,
-                   "units": state.units, "objects": state.objects}, f, indent=1)
+                   "units": state.units, "objects": state.objects, "kernels": state.kernels}, f, indent=1)
     os.replace(tmp, path)  # a reader never sees half a manifest
