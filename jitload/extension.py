@@ -423,6 +423,7 @@ class Extension:
             directory = self._spec.build_directory
             raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}", directory,
                              os.path.join(directory, build.LOG_FILE)) from err
+        self._verify_error = None  # a full build loaded: whatever an older one failed on is past
         if module is not self._module:
             self.modules_loaded += 1
             self._swapped, self._images = set(), {}
