@@ -293,6 +293,41 @@ def _blank_member_bodies(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
+# Kernel attributes that the device image carries and the host stub never sees (the shim answers attribute
+# queries from the swapped image).
+_DEVICE_ATTRIBUTES = re.compile(r"__attribute__\s*\(\(\s*(launch_bounds|maxnreg|cluster_dims|min_blocks_per_sm)"
+                                r"\s*\((?:[^()]|\([^()]*\))*\)\s*\)\)")
+_KEYWORDS = frozenset("bool char short int long signed unsigned float double void auto const volatile restrict "
+                      "__restrict__ __restrict struct class enum typename".split())
+
+
+def _stub_signature(head: str) -> str:
+    """A kernel's head as its host stub depends on it: without the attributes only the device image reads,
+    and without parameter names (a renamed parameter compiles to the same stub; a changed type changes the
+    mangled name, which the swap refuses on its own)."""
+    head = _DEVICE_ATTRIBUTES.sub("", head)
+    close = head.rfind(")")
+    open_ = devicecode.matching_open(head, close) if close >= 0 else -1
+    if open_ < 0:
+        return head
+    params, depth, start = [], 0, open_ + 1
+    for i in range(open_ + 1, close):
+        ch = head[i]
+        depth += ch in "(<[{"
+        depth -= ch in ")>]}"
+        if ch == "," and depth == 0:
+            params.append(head[start:i])
+            start = i + 1
+    params.append(head[start:close])
+    kept = []
+    for param in params:
+        words = re.findall(r"::|[A-Za-z_]\w*|\S", param)
+        named = (len(words) > 1 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]) and words[-1] not in _KEYWORDS
+                 and words[-2] != "::" and not set("=([") & set(param))
+        kept.append(" ".join(words[:-1] if named else words))
+    return head[:open_ + 1] + ", ".join(kept) + head[close:]
+
+
 def view_of(pre: str) -> str:
     """The digest of preprocessed host-mode text with device-only code left out (see the module docstring)."""
     pre = _LINE_MARKER.sub(lambda m: "//" + m.group()[1:], pre)  # line markers: comments, so parse skips them
@@ -318,7 +353,7 @@ def view_of(pre: str) -> str:
         if item.kind == "type":
             parts.append(_blank_member_bodies(snippet))
         elif "global" in spaces and item.body >= 0:
-            parts.append(pre[item.start:item.body] + " ".join(_pragmas(pre[item.body:item.end])))
+            parts.append(_stub_signature(pre[item.start:item.body]) + " ".join(_pragmas(pre[item.body:item.end])))
         elif device_only:
             parts.append(" ".join(_pragmas(pre[item.body:item.end])) if item.body >= 0 else "")
         else:

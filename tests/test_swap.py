@@ -609,7 +609,10 @@ PRE = ('__attribute__((device)) float helper(float a) { return a + 1.0f; }\n'
     ("return a + 1.0f;", "return a - 1.0f;", True),  # a device-only body
     ("x[i] = helper(x[i]);", "x[i] = 2 * helper(x[i]);", True),  # a kernel body
     ("#pragma unroll 4", "#pragma unroll 2", True),
-    ("launch_bounds(256)", "launch_bounds(128)", False),  # the kernel's signature: its host stub's declaration
+    ("launch_bounds(256)", "launch_bounds(128)", True),  # the device image's, not the host stub's
+    ("void __attribute__((launch", "void __attribute__((noinline)) __attribute__((launch", False),
+    ("k(float* x) {", "k(float* y) {", True),  # a renamed parameter: the same stub
+    ("k(float* x) {", "k(double* x) {", False),  # a changed type: another stub (and another mangled name)
     ("{ return v; }", "{ return -v; }", True),  # a functor's device operator()
     ("return a * 2.0f;", "return a * 3.0f;", False),  # __host__ __device__: host code too
     ("return 7;", "return 8;", False),
