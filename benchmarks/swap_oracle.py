@@ -1,27 +1,32 @@
-"""An oracle for the kernel-swap decision: whenever jitload decides "swap", the compiler must agree.
+"""An oracle for the kernel-swap decision: whenever jitload decides to swap, the compiler must agree.
 
 A swap (:func:`jitload.swapplan.decide`) bets that a full build of the edited source would give the host code
 that is already loaded, and that the torch-free device unit it compiles gives the full file's kernels. This
 script settles those bets with the compiler itself, over the sources of ``tests/swap_corpus`` that build as a
-one-file extension and a few torch-free ones written here (cheap to compile), and over seeded, deterministic
-edits of each: kernel-body edits, comments (holding ``#define``, ``*/``, line splices), CRLF and lone-CR line
-ends, directives moved into and out of kernels, ``#if`` and ``#pragma`` in kernel bodies, execution spaces
-spelled through macros, attributes, ``__CUDA_ARCH__`` guards and earlier declarations, new helpers, device
-variables, headers, renamed parameters, inline specifiers, and host edits as controls.
+one-file extension and two torch-free ones written here (cheap to compile), and over seeded, deterministic
+edits of each: kernel-body edits, string literals in device code, comments (holding ``#define``, ``*/``, line
+splices), CRLF and lone-CR line ends, directives moved into and out of kernels, ``#if`` and ``#pragma`` in
+kernel bodies, execution spaces spelled through macros, attributes, ``__CUDA_ARCH__`` guards and earlier
+declarations, new helpers and headers, device variables, renamed parameters, inline specifiers, launch
+bounds, digraphs, and host edits as controls.
 
 Each base is built once with jitload (its manifest and macro snapshot are what the decision reads). Then, for
-each edit, the edited text is written to the source and the decision is taken. For a swap:
+each edit, the edited text is written to the file and the decision is taken. A plan either swaps kernels or
+keeps the loaded code as it is (``keep``: comments and spacing only). For either:
 
-- the plan's device unit is compiled with jitload's own command (:func:`jitload.swap.device_command`) and
-  jitload's own check of the image (:func:`jitload.swap.image_kernels`) is applied;
+- a swap's device unit is compiled with jitload's own command (:func:`jitload.swap.device_command`), and
+  jitload's own check of the image (:func:`jitload.swap.image_kernels`) applied (a failure of either makes
+  jitload build in full: counted, never a failure here);
 - the edited file is compiled with the build's own nvcc line (``ninja -t compdb``, without ccache), keeping
   nvcc's intermediate PTX (``--keep``: the PTX of that same compile, equal to an ``nvcc -ptx`` run's, at half
   the cost of a second pass through torch's headers);
-- **host**: :func:`jitload.imagecmp.host_digest` of the edited object must equal the base build's, unless the
-  plan says ``lines_moved`` (then only ``__LINE__`` values may differ, and a difference is counted apart);
+- **host**: :func:`jitload.imagecmp.host_digest` of the edited object must equal the base build's. Where the
+  plan says ``lines_moved`` (``__LINE__`` values differ), the objects must still define and use the same
+  symbols: a moved line changes numbers in the code, never which functions there are;
 - **PTX**: every kernel (``.entry``) of the edited file, with the ``.func`` functions and globals it reaches,
-  must have the same text in the unit's PTX (whitespace, comments, ``.file``/``.loc`` left out). A kernel that
-  the unit lacks counts only if its code changed since the base (the loaded one is then stale).
+  must have the same text in the unit's PTX (whitespace, comments, ``.file``/``.loc`` lines and the function
+  number in branch labels left out). A kernel that the unit lacks (every kernel, for ``keep``) keeps its
+  loaded code, so it must equal the base build's.
 
 A refusal costs time, never correctness: it is counted with its reason. For the torch-free bases the refused
 edit is compiled too, to tell a needed refusal (the host code changed) from a cautious one.
@@ -29,9 +34,10 @@ edit is compiled too, to tell a needed refusal (the host code changed) from a ca
     python benchmarks/swap_oracle.py [--quick] [--out FILE.md] [--bases tf_basic,seed_add] [--seeds N]
     python benchmarks/swap_oracle.py --decide-only      # the decisions alone, no compile after the base builds
 
-``--quick``: the torch-free bases, one edit of each kind. The full sweep compiles every edit that is swapped
-in full, which for a torch source costs 70-80 s on 2 cores: about two hours. The exit status is 1 on any
-oracle failure. Needs nvcc (CUDA_HOME) and an arch list (TORCH_CUDA_ARCH_LIST, 9.0 by default).
+``--quick``: the torch-free bases, one edit of each kind (about two minutes on 2 cores). The full sweep
+compiles every planned edit in full, which for a torch source costs 70-80 s on 2 cores: two to three hours.
+The exit status is 1 on any oracle failure. Needs nvcc (CUDA_HOME); no GPU. To hold jitload still while a long
+sweep runs, copy the package and put the copy first on PYTHONPATH: the report names the sources it imported.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import dataclasses
 import datetime
 import difflib
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -58,8 +65,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
+try:  # an installed jitload, or one on PYTHONPATH (a copy of the tree, held still for a sweep of hours)
+    import jitload
+except ImportError:
     sys.path.insert(0, ROOT)
+    import jitload
 
 from jitload import build, devicecode, fullbuild, imagecmp, manifest, ppview, swap, swapplan, toolchain  # noqa: E402
 
@@ -97,6 +107,7 @@ __global__ void sum_rows(const float* x, float* out, int rows, int cols) {
         acc += clamp01(x[r * cols + j]);
     }
     out[r] = acc;
+    if (acc < -1.0f) printf("row %d: %f\n", r, acc);
 }
 
 extern "C" int launch(const float* x, float* y, float* out, float k, int n, int cols) {
@@ -327,6 +338,17 @@ def edit_statement(text: str, rng: random.Random) -> str | None:
     line = rng.choice(["    if (blockIdx.x > 4000000u) return;", "    __syncthreads();",
                        "    if (threadIdx.x == 1000u) { __threadfence(); }"])
     return _insert_line(text, item, rng, line)
+
+
+def edit_string_literal(text: str, rng: random.Random) -> str | None:
+    """A string literal in device code changed (a printf format): a change outside comments, on no new line."""
+    item = _pick(rng, [i for i in _functions(text, "kernel", "device") if '"' in text[i.body:i.end]])
+    if item is None:
+        return None
+    found = [m for m in re.finditer(r'"(?:\\.|[^"\\\n])*"', text[item.body:item.end])]
+    m = rng.choice(found)
+    at = item.body + m.start() + 1
+    return text[:at] + rng.choice(["!", " ", "%%"]) + text[at:]
 
 
 def edit_new_helper(text: str, rng: random.Random) -> str | None:
@@ -658,6 +680,7 @@ EDITS: dict[str, Callable[[str, random.Random], object]] = {
     "constant": edit_constant,
     "blank_line": edit_blank_line,
     "statement": edit_statement,
+    "string_literal": edit_string_literal,
     "new_helper": edit_new_helper,
     "inline_spec": edit_inline_spec,
     "comment_body": edit_comment_body,
@@ -887,34 +910,45 @@ def _without_linkage(text: str) -> str:
     return re.sub(r"^(?:\.(?:visible|weak)\s+)+", "", text)
 
 
+def _same_kernel(f: Ptx, ref: Ptx, kernel: str) -> tuple[list[str], list[str]]:
+    """(differences, notes) of one kernel of ``f`` against ``ref``: its text, and what it reaches."""
+    mine, theirs = f.entries[kernel], ref.entries[kernel]
+    differences, notes = [], []
+    if mine != theirs:
+        if _without_linkage(mine) != _without_linkage(theirs):
+            return [f"{kernel}: PTX differs\n" + _short_diff(theirs, mine, "expected", "full")], []
+        notes.append(f"{kernel}: same code, other linkage ({mine.splitlines()[0][:60]})")
+    for name in sorted(_reached(f, kernel)):
+        table_f, table_r = (f.functions, ref.functions) if name in f.functions else (f.globals, ref.globals)
+        if table_r.get(name) != table_f[name]:
+            differences.append(f"{kernel} reaches {name}, which differs\n"
+                               + _short_diff(table_r.get(name, ""), table_f[name], "expected", "full"))
+    return differences, notes
+
+
 def compare_ptx(full: str, unit: str, base: str | None) -> tuple[list[str], list[str]]:
-    """(differences, notes) between the full file's PTX and the unit's, kernel by kernel. ``base`` is the
-    base build's full PTX (for a kernel the unit lacks: unchanged is harmless), None where not compiled."""
+    """(differences, notes) between the full file's PTX and the unit's, kernel by kernel. A kernel the unit
+    lacks keeps its loaded code, which is right only where it equals the base build's (``base``: that build's
+    full PTX; None where it was not compiled)."""
     f, u = parse_ptx(full), parse_ptx(unit)
     b = parse_ptx(base) if base is not None else None
     differences, notes = [], []
     for kernel in sorted(f.entries):
-        if kernel not in u.entries:
-            if b is not None and b.entries.get(kernel) == f.entries[kernel]:
-                notes.append(f"{kernel}: not in the unit, unchanged since the base (the loaded code is right)")
-            else:
-                differences.append(f"{kernel}: not in the unit, and "
-                                   + ("its code changed since the base: the loaded kernel stays stale"
-                                      if b is not None else "the base could not be compiled to compare"))
+        if kernel in u.entries:
+            d, n = _same_kernel(f, u, kernel)
+        elif b is None or kernel not in b.entries:
+            differences.append(f"{kernel}: not in the unit, "
+                               + ("and the base could not be compiled to compare" if b is None else "nor in the base"))
             continue
-        mine, theirs = f.entries[kernel], u.entries[kernel]
-        if mine != theirs:
-            if _without_linkage(mine) == _without_linkage(theirs):
-                notes.append(f"{kernel}: same code, other linkage ({mine.splitlines()[0][:60]})")
+        else:
+            d, n = _same_kernel(f, b, kernel)
+            if d:
+                d = [f"{kernel}: not in the unit, and its code changed since the base: the loaded kernel stays "
+                     f"stale", *d]
             else:
-                differences.append(f"{kernel}: PTX differs\n" + _short_diff(theirs, mine, "unit", "full"))
-                continue
-        for name in sorted(_reached(f, kernel)):
-            table_f = f.functions if name in f.functions else f.globals
-            table_u = u.functions if name in f.functions else u.globals
-            if table_u.get(name) != table_f[name]:
-                differences.append(f"{kernel} reaches {name}, which differs\n"
-                                   + _short_diff(table_u.get(name, ""), table_f[name], "unit", "full"))
+                n = [*n, f"{kernel}: not in the unit, unchanged since the base (the loaded code is right)"]
+        differences += d
+        notes += n
     return differences, notes
 
 
@@ -932,7 +966,8 @@ class Prepared:
     build_directory: str
     paths: dict[str, str]  # file name -> absolute path
     registered: list[str]
-    digest: str  # host digest of the base build's object
+    object: str  # the base build's object
+    digest: str  # its host digest
     build_seconds: float
     base_ptx: dict[str, str] | None = None  # compiled when first needed
 
@@ -942,10 +977,10 @@ class Outcome:
     base: str
     kind: str
     file: str
-    decision: str  # swap, refused
+    decision: str  # swap, keep (a plan that swaps nothing: the loaded code stays), refused
     reason: str = ""  # a refusal's, or what stopped a planned swap
     lines_moved: bool | None = None
-    host: str = "-"  # equal, differs, lines moved: differs, -
+    host: str = "-"  # equal, differs, lines moved: symbols equal / differ, does not build, -
     ptx: str = "-"  # equal, differs, -
     note: str = ""
     failure: str = ""
@@ -966,11 +1001,11 @@ def prepare(base: Base, work: str) -> Prepared:
     start = time.perf_counter()
     spec = fullbuild.BuildSpec(base.name, (paths[base.source],), with_cuda=True, build_directory=directory,
                                python_module=base.python_module)
-    fullbuild.run(spec)
+    fullbuild.run(spec, force=True)  # host views as this jitload takes them, whatever built the folder before
     seconds = time.perf_counter() - start
     obj = os.path.join(directory, build.source_objects(directory)[0])
     registered = sorted(imagecmp.image_symbols(imagecmp.device_image(obj))[0])
-    return Prepared(base, folder, directory, paths, registered, imagecmp.host_digest(obj), seconds)
+    return Prepared(base, folder, directory, paths, registered, obj, imagecmp.host_digest(obj), seconds)
 
 
 def _write(path: str, text: str) -> None:
@@ -1023,7 +1058,8 @@ def check(prepared: Prepared, edit: Edit, *, decide_only: bool = False, classify
                 outcome.host = ("does not build" if full.error else
                                 "equal" if imagecmp.host_digest(full.object) == prepared.digest else "differs")
             return outcome
-        outcome.decision, outcome.lines_moved = "swap", decision.lines_moved
+        outcome.lines_moved = decision.lines_moved
+        outcome.decision = "keep" if getattr(decision, "nothing", False) else "swap"
         if decide_only:
             return outcome
         _settle(prepared, edit, decision, outcome, scratch)
@@ -1038,54 +1074,102 @@ def check(prepared: Prepared, edit: Edit, *, decide_only: bool = False, classify
 
 def _settle(prepared: Prepared, edit: Edit, plan: swapplan.Plan, outcome: Outcome, scratch: str) -> None:
     source = prepared.paths[prepared.base.source]
-    image, unit_ptx, error = compile_unit(prepared.build_directory, source, plan.units[source], scratch)
-    if error:  # jitload builds in full instead; whether the edit builds at all tells a bad edit apart
-        full = compile_full(prepared.build_directory, source, scratch)
-        builds = "the edit does not build either" if full.error else "the edit builds"
-        outcome.reason = f"unit does not compile ({builds}): {error}"
-        return
-    try:
-        swap.image_kernels(image, plan.kernels[source], prepared.registered)
-    except swap.SwapError as err:
-        outcome.reason = f"refused after compiling the unit: {err}"
-        return
+    image, unit_ptx = b"", {}
+    if not outcome.decision == "keep":
+        image, unit_ptx, error = compile_unit(prepared.build_directory, source, plan.units[source], scratch)
+        if error:  # jitload builds in full instead; whether the edit builds at all tells a bad edit apart
+            full = compile_full(prepared.build_directory, source, scratch)
+            builds = "the edit does not build either" if full.error else "the edit builds"
+            outcome.reason = f"unit does not compile ({builds}): {error}"
+            return
+        try:
+            swap.image_kernels(image, plan.kernels[source], prepared.registered)
+        except swap.SwapError as err:
+            outcome.reason = f"refused after compiling the unit: {err}"
+            return
     full = compile_full(prepared.build_directory, source, scratch)
     if full.error:
         outcome.reason = f"the edit does not build: {full.error}"  # the verifying build reports it
         return
-    equal = imagecmp.host_digest(full.object) == prepared.digest
-    if equal:
+    failures = []
+    if imagecmp.host_digest(full.object) == prepared.digest:
         outcome.host = "equal"
-    elif plan.lines_moved:
-        outcome.host = "lines moved: differs"
     else:
-        outcome.host = "differs"
-        outcome.failure = "host code differs from the loaded build's, and the plan says no line moved"
-    if set(full.ptx) != set(unit_ptx):
-        outcome.ptx = "differs"
-        outcome.failure += f"\nPTX archs differ: full {sorted(full.ptx)}, unit {sorted(unit_ptx)}"
-        return
-    differences, notes = [], []
-    for arch in sorted(full.ptx):
-        d, n = compare_ptx(full.ptx[arch], unit_ptx[arch], None)
-        if any("not in the unit" in x for x in d):  # unchanged since the base is harmless: compile it to know
-            base_ptx = _base_ptx(prepared, edit, tempfile.mkdtemp(prefix="base-", dir=scratch))
-            d, n = compare_ptx(full.ptx[arch], unit_ptx[arch], (base_ptx or {}).get(arch))
-        differences += d
-        notes += n
-    outcome.ptx = "differs" if differences else "equal"
-    outcome.note = "; ".join(notes)
-    if differences:
-        outcome.failure = (outcome.failure + "\n" + "\n".join(differences)).strip()
-    if outcome.failure:
-        outcome.failure += f"\n(the plan replaces: {', '.join(plan.kernels[source]) or 'no kernel'})"
-    try:
-        sass = imagecmp.differing_functions(image, imagecmp.device_image(full.object))
-    except RuntimeError as err:
-        sass = [f"cuobjdump: {err}"]
-    if sass:
-        outcome.note = "; ".join(filter(None, [outcome.note, f"SASS differs: {', '.join(sass[:4])}"]))
-    outcome.failure = outcome.failure.strip()
+        symbols = _symbol_difference(prepared.object, full.object)
+        if plan.lines_moved and not symbols:
+            outcome.host = "lines moved: symbols equal"
+        else:
+            outcome.host = "lines moved: symbols differ" if plan.lines_moved else "differs"
+            failures.append("host code differs from the loaded build's"
+                            + ("" if plan.lines_moved else ", and the plan says no line moved") + ": "
+                            + (symbols or f"sections {', '.join(_section_difference(prepared.object, full.object))}"))
+    if unit_ptx and set(full.ptx) != set(unit_ptx):
+        failures.append(f"PTX archs differ: full {sorted(full.ptx)}, unit {sorted(unit_ptx)}")
+    else:
+        differences, notes = [], []
+        for arch in sorted(full.ptx):
+            d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), None)
+            if d:  # a kernel the unit lacks is right where it is the base's: compile the base to know
+                base_ptx = _base_ptx(prepared, edit, tempfile.mkdtemp(prefix="base-", dir=scratch))
+                d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), (base_ptx or {}).get(arch))
+            differences += d
+            notes += n
+        outcome.ptx = "differs" if differences else "equal"
+        outcome.note = "; ".join(notes)
+        failures += differences
+    if image:
+        try:
+            sass = imagecmp.differing_functions(image, imagecmp.device_image(full.object))
+        except RuntimeError as err:
+            sass = [f"cuobjdump: {err}"]
+        if sass:
+            outcome.note = "; ".join(filter(None, [outcome.note, f"SASS differs: {', '.join(sass[:4])}"]))
+    if failures:
+        replaced = ", ".join(plan.kernels.get(source, ())) or "no kernel"
+        outcome.failure = "\n".join([*failures, f"(the plan replaces: {replaced})"])
+
+
+def _symbols(path: str) -> set[tuple[str, str, str, str]]:
+    """(name, type, binding, section) of each symbol of an object's host side."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    found = set()
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        names = [section.name for section in elf.iter_sections()]
+        for table in elf.iter_sections():
+            if not isinstance(table, SymbolTableSection):
+                continue
+            for symbol in table.iter_symbols():
+                index = symbol["st_shndx"]
+                where = names[index] if isinstance(index, int) and index < len(names) else str(index)
+                kind = symbol["st_info"]["type"]
+                if where == imagecmp.DEVICE_SECTION or kind in ("STT_FILE", "STT_SECTION"):
+                    continue
+                found.add((imagecmp._TEMP_NAME.sub("", symbol.name), kind, symbol["st_info"]["bind"], where))
+    return found
+
+
+def _symbol_difference(before: str, after: str) -> str:
+    """The symbols one object has and the other lacks, in words ('' when the same): a moved line changes
+    numbers in the code, never which functions and data there are."""
+    old, new = _symbols(before), _symbols(after)
+    words = [f"+{s[0]} ({s[1][4:]}, {s[3]})" for s in sorted(new - old)]
+    words += [f"-{s[0]} ({s[1][4:]}, {s[3]})" for s in sorted(old - new)]
+    return "symbols " + " ".join(words[:8]) + (" ..." if len(words) > 8 else "") if words else ""
+
+
+def _section_difference(before: str, after: str) -> list[str]:
+    from elftools.elf.elffile import ELFFile
+
+    def sections(path):
+        with open(path, "rb") as f:
+            return {s.name: (s["sh_size"], b"" if s["sh_type"] == "SHT_NOBITS" else s.data())
+                    for s in ELFFile(f).iter_sections() if s.name != imagecmp.DEVICE_SECTION}
+
+    old, new = sections(before), sections(after)
+    return sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
 
 
 def sweep(names: list[str], seeds: int, work: str, *, torch_seeds: int = 1, decide_only: bool = False,
@@ -1115,18 +1199,19 @@ def sweep(names: list[str], seeds: int, work: str, *, torch_seeds: int = 1, deci
 # ---- reporting ----
 
 def summary(outcomes: list[Outcome]) -> dict[str, int]:
-    swapped = [o for o in outcomes if o.decision == "swap"]
-    checked = [o for o in swapped if o.host != "-"]
+    planned = [o for o in outcomes if o.decision in ("swap", "keep")]
+    checked = [o for o in planned if o.host != "-"]
     return {
         "edits": len(outcomes),
-        "swapped": len(swapped),
+        "swapped": sum(o.decision == "swap" for o in outcomes),
+        "kept (nothing to swap)": sum(o.decision == "keep" for o in outcomes),
         "refused": sum(o.decision == "refused" for o in outcomes),
         "checked": len(checked),
         "host equal": sum(o.host == "equal" for o in checked),
-        "lines moved, host differs": sum(o.host == "lines moved: differs" for o in checked),
-        "unit did not compile": sum(o.reason.startswith("unit does not compile") for o in swapped),
-        "refused after the unit compiled": sum(o.reason.startswith("refused after") for o in swapped),
-        "edit does not build": sum(o.reason.startswith("the edit does not build") for o in swapped),
+        "lines moved, symbols equal": sum(o.host == "lines moved: symbols equal" for o in checked),
+        "unit did not compile": sum(o.reason.startswith("unit does not compile") for o in planned),
+        "refused after the unit compiled": sum(o.reason.startswith("refused after") for o in planned),
+        "edit does not build": sum(o.reason.startswith("the edit does not build") for o in planned),
         "failures": sum(bool(o.failure) for o in outcomes),
     }
 
@@ -1147,31 +1232,34 @@ def table(outcomes: list[Outcome]) -> list[str]:
     return rows
 
 
-def report(outcomes: list[Outcome], prepared: dict[str, Prepared], command: str, seconds: float) -> str:
+def report(outcomes: list[Outcome], prepared: dict[str, Prepared], command: str, seconds: float,
+           sources: str) -> str:
     counts = summary(outcomes)
     cuda_home = toolchain.find_cuda_home()
     lines = [
         f"# Kernel-swap oracle, {datetime.date.today().isoformat()}",
         "",
         f"- command: `{command}`",
-        f"- commit: {_commit()}; machine: {os.cpu_count()} cores; wall time {seconds / 60:.1f} min",
+        f"- commit: {_commit()}; jitload from {os.path.dirname(jitload.__file__)} (sources {sources});"
+        f" {os.cpu_count()} cores; wall time {seconds / 60:.1f} min",
         f"- torch {_torch_version()}, nvcc {toolchain.nvcc_version(cuda_home)}, Python {platform.python_version()}, "
-        f"TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '')}",
+        f"arch {toolchain.effective_arch_list()}",
         "- bases (base build s): " + ", ".join(f"{n} ({p.build_seconds:.0f})" for n, p in prepared.items()),
         "",
         "**" + ", ".join(f"{k}: {v}" for k, v in counts.items()) + "**",
         "",
         "## By edit kind",
         "",
-        "| edit | tried | swapped | refused | host equal | lines moved | unit failed | failures |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| edit | tried | swapped | kept | refused | host equal | lines moved | unit failed | failures |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for kind in EDITS:
         mine = [o for o in outcomes if o.kind == kind]
         if mine:
             c = summary(mine)
-            lines.append(f"| {kind} | {c['edits']} | {c['swapped']} | {c['refused']} | {c['host equal']} | "
-                         f"{c['lines moved, host differs']} | {c['unit did not compile']} | {c['failures']} |")
+            lines.append(f"| {kind} | {c['edits']} | {c['swapped']} | {c['kept (nothing to swap)']} | "
+                         f"{c['refused']} | {c['host equal']} | {c['lines moved, symbols equal']} | "
+                         f"{c['unit did not compile']} | {c['failures']} |")
     reasons = Counter(re.sub(r"\d+", "N", re.sub(r"/\S+/", "", o.reason))[:90] for o in outcomes
                       if o.decision == "refused")
     lines += ["", "## Refusal reasons", "", "| reason | edits |", "| --- | ---: |"]
@@ -1193,6 +1281,17 @@ def _commit() -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
                            text=True).stdout.strip()
     return (done.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
+
+
+def _sources_digest() -> str:
+    """A digest of the jitload sources this run imported: the tree may have moved on while a sweep ran."""
+    digest = hashlib.blake2b(digest_size=6)
+    folder = os.path.dirname(jitload.__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith((".py", ".cpp")):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()
 
 
 def _torch_version() -> str:
@@ -1221,7 +1320,6 @@ def main(argv: list[str] | None = None) -> int:
     if not nvcc_available():
         print("swap_oracle: no nvcc found (set CUDA_HOME)", file=sys.stderr)
         return 2
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     every = bases()
     names = args.bases.split(",") if args.bases else [n for n, b in every.items() if not (args.quick and b.torch)]
     unknown = [n for n in names if n not in every]
@@ -1230,6 +1328,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown base or kind; bases: {', '.join(every)}; kinds: {', '.join(EDITS)}")
     seeds = 1 if args.quick else args.seeds
     work = args.work or tempfile.mkdtemp(prefix="swap_oracle_")
+    sources = _sources_digest()
     start = time.perf_counter()
     try:
         outcomes, prepared = sweep(names, seeds, work, torch_seeds=args.torch_seeds, decide_only=args.decide_only,
@@ -1247,7 +1346,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         command = "python benchmarks/swap_oracle.py " + " ".join(argv if argv is not None else sys.argv[1:])
         with open(args.out, "w") as f:
-            f.write(report(outcomes, prepared, command.strip(), seconds))
+            f.write(report(outcomes, prepared, command.strip(), seconds, sources))
     return 1 if counts["failures"] else 0
 
 

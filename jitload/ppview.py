@@ -40,7 +40,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from . import devicecode, trust
+from . import build, devicecode, trust
 
 PP_DIR = os.path.join("swap", "pp")
 _SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
@@ -86,7 +86,8 @@ def split_prefix(text: str) -> tuple[str, int]:
 
 
 def _ninja_command(build_directory: str, source: str) -> list[str] | None:
-    done = subprocess.run(["ninja", "-t", "compdb"], cwd=build_directory, capture_output=True, text=True)
+    done = subprocess.run([build.ninja_binary(), "-t", "compdb"], cwd=build_directory, capture_output=True,
+                          text=True)
     if done.returncode != 0:
         return None
     for entry in json.loads(done.stdout or "[]"):

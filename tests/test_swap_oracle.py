@@ -64,7 +64,7 @@ def _assert_sound(outcomes, expected):
     assert len(outcomes) == expected
     failures = [o for o in outcomes if o.failure]
     assert not failures, _explain(failures)
-    swapped = [o for o in outcomes if o.decision == "swap" and o.ptx == "equal"]
+    swapped = [o for o in outcomes if o.decision in ("swap", "keep") and o.ptx == "equal"]
     assert swapped, "no edit was swapped and checked:\n" + _explain(outcomes)
     assert any(o.decision == "refused" for o in outcomes), "no edit was refused:\n" + _explain(outcomes)
     return swapped
@@ -104,6 +104,27 @@ $L__BB2_2:
     assert missing and "not in the unit" in missing[0]
     unchanged, notes = oracle.compare_ptx(full, ".version 8.8\n", full)
     assert unchanged == [] and "unchanged since the base" in notes[0]
+
+
+# Edits the oracle found wrong: each is decided "swap" (or "keep") where the compiler disagrees. Strict, so
+# that the fix of each shows here.
+KNOWN_WRONG = [
+    pytest.param("tf_basic", "tf_basic.cu", "string_literal",
+                 id="a printf format edited in a kernel is kept as a comment-only edit: the loaded kernel is stale"),
+    pytest.param("tf_basic", "tf_basic.cu", "new_helper",
+                 id="a new non-inline __device__ helper adds a host symbol (nvcc's trap stub)"),
+    pytest.param("tf_templ", "tf_templ.cu", "macro_kernel",
+                 id="a kernel spelled through a macro for __global__ is left out of the unit and stays stale"),
+]
+
+
+@needs_nvcc
+@pytest.mark.xfail(strict=True, reason="the oracle's failures of jitload's decision, not fixed yet")
+@pytest.mark.parametrize(("base", "file", "kind"), KNOWN_WRONG)
+def test_edits_the_oracle_found_wrong(tmp_path, base, file, kind):
+    outcomes = _run(tmp_path, [(base, file, kind)])
+    assert len(outcomes) == 1 and outcomes[0].decision in ("swap", "keep")
+    assert not outcomes[0].failure, _explain(outcomes)
 
 
 @needs_nvcc
