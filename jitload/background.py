@@ -12,7 +12,7 @@ in the background:
 - The process that swapped compares the result with what it runs (:mod:`jitload.imagecmp`): that is the
   handle's job (:meth:`jitload.extension.Extension.wait`). A newer edit stops this build and starts another.
 
-    python -m jitload.background SPEC_JSON     (prints the result as one line of JSON)
+    python -m jitload.background SPEC_JSON RESULT_PATH     (writes the outcome to RESULT_PATH as JSON)
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 NICENESS = 10
+RESULT_DIR = "swap"
+LOG_FILE = os.path.join(RESULT_DIR, "background.log")  # its progress lines; ninja's output goes to build.log
 
 
 @dataclass(frozen=True)
@@ -44,14 +47,20 @@ class Outcome:
 class Job:
     """One background full build; ``done`` is called with its :class:`Outcome` from a thread of its own."""
 
-    def __init__(self, spec_json: str, done: Callable[[Outcome], None]) -> None:
+    def __init__(self, spec_json: str, build_directory: str, done: Callable[[Outcome], None]) -> None:
         self._done = done
         self._cancelled = threading.Event()
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        # A new session: the build outlives this process, and a cancel can stop its whole group.
-        self._proc = subprocess.Popen([sys.executable, "-m", "jitload.background", spec_json],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, errors="replace", start_new_session=True, env=env)
+        folder = os.path.join(build_directory, RESULT_DIR)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, self._result = tempfile.mkstemp(prefix="background-", suffix=".json", dir=folder)
+        os.close(fd)
+        # Its output goes to a file, not to pipes of this process: a pipe would break if this process died,
+        # and the build must go on to write its manifest. A new session: the build outlives this process, and
+        # a cancel can stop its whole group.
+        with open(os.path.join(build_directory, LOG_FILE), "ab") as log:
+            self._proc = subprocess.Popen([sys.executable, "-m", "jitload.background", spec_json, self._result],
+                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.finished = threading.Event()
         self._thread = threading.Thread(target=self._wait, name="jitload-verify", daemon=True)
 
@@ -65,17 +74,22 @@ class Job:
 
     def _wait(self) -> None:
         try:
-            out, err = self._proc.communicate()
+            returncode = self._proc.wait()
             if self._cancelled.is_set():
                 outcome = Outcome(cancelled=True)
             else:
-                lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-                data = json.loads(lines[-1]) if lines else {
-                    "error": f"the background build exited with status {self._proc.returncode}: "
-                             f"{err.strip()[-2000:]}"}
-                outcome = Outcome(**data)
+                try:
+                    with open(self._result) as f:
+                        outcome = Outcome(**json.load(f))
+                except (OSError, ValueError, TypeError):
+                    outcome = Outcome(error=f"the background build ended with status {returncode} and no result "
+                                            f"(its output is in {LOG_FILE})")
             self._done(outcome)
         finally:
+            try:
+                os.unlink(self._result)
+            except OSError:
+                pass
             self.finished.set()
 
     def cancel(self) -> None:
@@ -93,20 +107,25 @@ class Job:
 
 def _main() -> int:
     os.nice(NICENESS)
-    # SIGTERM (a cancel) must unwind through run_ninja, which stops ninja's session on the way out.
+    # SIGTERM (a cancel) must unwind through run_ninja, which stops ninja's session on the way out; SIGHUP
+    # (the terminal of the process that started it closing) must not stop it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     from . import fullbuild
     from .errors import BuildError
 
     spec = fullbuild.BuildSpec.from_json(sys.argv[1])
     try:
         result = fullbuild.run(spec)
+        data = {"tag": result.state.tag, "library": result.library, "commands": result.commands}
     except BuildError as err:
-        print(json.dumps({"error": str(err), "log": err.log or ""}), flush=True)
-        return 1
-    print(json.dumps({"tag": result.state.tag, "library": result.library, "commands": result.commands}),
-          flush=True)
-    return 0
+        data = {"error": str(err), "log": err.log or ""}
+    # Written whole, then renamed: the waiting process reads a complete result or none.
+    tmp = f"{sys.argv[2]}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, sys.argv[2])
+    return 1 if "error" in data else 0
 
 
 if __name__ == "__main__":

@@ -77,15 +77,16 @@ class Item:
     is_template: bool = False
 
 
-def _mask(text: str) -> str:
-    """``text`` with comments and string/char literals blanked (newlines kept), so braces can be counted."""
+def _mask(text: str, fill: str = " ") -> str:
+    """``text`` with comments and string/char literals blanked (newlines kept), so braces can be counted.
+    With another ``fill`` than a space, everything inside them is ``fill``, newlines too."""
     out = list(text)
     i, n = 0, len(text)
 
     def blank(a: int, b: int) -> None:
         for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
+            if out[k] != "\n" or fill != " ":
+                out[k] = fill
 
     while i < n:
         c = text[i]

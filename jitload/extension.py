@@ -137,6 +137,7 @@ class _Bet:
     images: dict[str, bytes]  # source -> the device image loaded (or compiled alone) for it
     loaded_objects: dict[str, str]  # the host digests of the library that runs
     lines_moved: bool  # the host code's line numbers (__LINE__) differ from the loaded library's
+    files: fingerprint.Record  # the fingerprints of the files the swap read
     started: float
 
 
@@ -159,6 +160,7 @@ class Extension:
         self._images: dict[str, bytes] = {}  # source -> the device image swapped in (or compiled alone) last
         self._bet: _Bet | None = None
         self._verify_error: BuildError | None = None
+        self._unverified = False  # kernels swapped (or compiled alone) that no full build has verified yet
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -215,10 +217,13 @@ class Extension:
             try:
                 if not force and self._module is not None and self._state.key == key:
                     changed = fingerprint.changed(self._state.files)
-                    if not changed and self._state.tag:
+                    if not changed and self._state.tag and self._verify_error is not None and not full:
+                        raise self._verify_error  # the full build behind the last swap failed: still true
+                    if not changed and self._state.tag and not (full and self._unverified):
                         self.info = replace(self.info or BuildInfo("unchanged", 0.0), status="unchanged",
                                             seconds=time.perf_counter() - start, commands=0,
-                                            module_name=self._module.__name__, error=None, reason="")
+                                            module_name=self._module.__name__, error=None, reason="",
+                                            verification="pending" if self._bet is not None else "")
                         return self
                     if not full:
                         reason = self._try_swap(changed, start)
@@ -268,7 +273,7 @@ class Extension:
             # since the module's full build, the manifest on disk is brought up to date.
             self._state.files.update(decision.files)
             self._texts.update(decision.texts)
-            if self._bet is None and not self._images:
+            if self._bet is None and not self._unverified:
                 with build_lock(self._spec.build_directory):
                     if manifest.read(self._spec.build_directory).tag == self._state.tag:
                         manifest.write(self._spec.build_directory, self._state)
@@ -303,7 +308,8 @@ class Extension:
         kernels = sum(len(n) for n in names.values())
         self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(images),
                               self._module.__name__, kernels=kernels, verification="pending")
-        self._start_bet(decision.lines_moved)
+        self._unverified = True
+        self._start_bet(decision.lines_moved, decision.files)
         return ""
 
     def _built_kernels(self, source: str) -> set[str]:
@@ -313,10 +319,12 @@ class Extension:
             raise swap.SwapError(f"the last full build did not record the kernels of {_label(source)}")
         return set(self._state.kernels[source])
 
-    def _start_bet(self, lines_moved: bool) -> None:
+    def _start_bet(self, lines_moved: bool, files: fingerprint.Record) -> None:
         self._verify_error = None
-        job = background.Job(self._spec.to_json(), lambda outcome: self._settle(bet, outcome))
-        bet = _Bet(job, dict(self._images), dict(self._loaded_objects), lines_moved, time.perf_counter())
+        job = background.Job(self._spec.to_json(), self._spec.build_directory,
+                             lambda outcome: self._settle(bet, outcome))
+        bet = _Bet(job, dict(self._images), dict(self._loaded_objects), lines_moved, dict(files),
+                   time.perf_counter())
         self._bet = bet
         job.start()
 
@@ -334,25 +342,32 @@ class Extension:
                 directory = self._spec.build_directory
                 self._verify_error = BuildError(self._spec.name, outcome.log or outcome.error, directory,
                                                 os.path.join(directory, build.LOG_FILE))
-                self.info = replace(info, verification="NOT verified: the full build failed (ext.wait() "
-                                                       "raises its errors); the swapped kernels still run")
+                running = "the swapped kernels still run" if self._swapped else "the loaded library stays"
+                self.info = replace(info, verification=f"NOT verified: the full build failed ({running}; "
+                                                       "ext.wait() and reload() raise its errors)")
                 self._notify()
                 return
             state = manifest.read(self._spec.build_directory)
-            differences = self._differences(bet, state)
-            if not differences:
-                self._state = state
+            # A file saved after the swap was read by the full build: it built newer code than was swapped.
+            moved = [p for p, entry in bet.files.items() if (state.files.get(p) or [None] * 3)[2] != entry[2]]
+            differences = [] if moved else self._differences(bet, state)
+            if not moved and not differences:
+                self._state, self._texts, self._unverified = state, fullbuild.texts_as_built(state.files), False
                 self.info = replace(info, verification=f"verified by the full build ({seconds:.1f} s)")
                 self._notify()
                 return
-            why = "; ".join(differences)
+            if moved:
+                note = (f"{', '.join(_label(p) for p in moved)} changed after the swap: the full build of the "
+                        "newer text")
+            elif bet.lines_moved and differences == ["host code"]:
+                note = "verified; only the host code's line numbers moved (__LINE__, as in TORCH_CHECK messages)"
+            else:
+                note = f"the kernel swap was NOT equivalent to the full build: {'; '.join(differences)}"
             library = os.path.join(self._spec.build_directory, f"{self._spec.name}_{state.tag}.so")
-            note = ("verified; only the host code's line numbers moved (__LINE__, as in TORCH_CHECK messages)"
-                    if bet.lines_moved and differences == ["host code"]
-                    else f"the kernel swap was NOT equivalent to the full build: {why}")
             try:
                 self._adopt(state, library, BuildInfo("built", 0.0, outcome.commands, reason=note,
                                                       verification="the full build now runs"), bet.started)
+                self._texts = fullbuild.texts_as_built(state.files)
             except BuildError as err:
                 self._verify_error = err
                 self.info = replace(info, verification=f"{note}; the full build could not be loaded: {err}")
@@ -423,7 +438,7 @@ class Extension:
             directory = self._spec.build_directory
             raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}", directory,
                              os.path.join(directory, build.LOG_FILE)) from err
-        self._verify_error = None  # a full build loaded: whatever an older one failed on is past
+        self._verify_error, self._unverified = None, False  # a full build loaded: what runs is on disk
         if module is not self._module:
             self.modules_loaded += 1
             self._swapped, self._images = set(), {}
@@ -449,6 +464,7 @@ class Extension:
             self.modules_loaded += 1
             self._loaded_objects = dict(state.objects)
         self._state = state
+        self._verify_error, self._unverified = None, False
         info.module_name, info.seconds = module_name, time.perf_counter() - start
         self.info = info
 

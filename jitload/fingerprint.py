@@ -14,10 +14,14 @@ from collections.abc import Iterable
 Record = dict[str, list]
 
 
+def digest_of(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def digest(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
-            return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+            return digest_of(f.read())
     except OSError:
         return None
 

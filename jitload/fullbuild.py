@@ -79,6 +79,22 @@ def read_text(path: str) -> str | None:
         return None
 
 
+def texts_as_built(files: fingerprint.Record) -> dict[str, str]:
+    """The texts of the device-capable files of ``files`` whose bytes are still the fingerprinted ones."""
+    texts = {}
+    for path, entry in files.items():
+        if not path.endswith(DEVICE_CAPABLE):
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if len(entry) == 3 and fingerprint.digest_of(data) == entry[2]:
+            texts[path] = data.decode(errors="replace")
+    return texts
+
+
 def host_view(path: str, text: str | None) -> str | None:
     if text is None or not path.endswith(DEVICE_CAPABLE):
         return None
@@ -100,7 +116,7 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
         state = manifest.read(directory)
         library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
         if not force and state.up_to_date(key) and os.path.exists(library):
-            return Result(state, library, 0, {p: t for p in state.hosts if (t := read_text(p)) is not None})
+            return Result(state, library, 0, texts_as_built(state.files))
         # Fingerprint before compiling: a file saved during the build must look changed next time. A file
         # whose time is after this was written while the build ran. (File times come from a coarser clock, a
         # few ms behind: a save in the build's first ms may look older, but no compiler has read anything yet.)
@@ -154,12 +170,11 @@ def describe(spec: BuildSpec, key: str, tag: str, objects: list[str], before: fi
     # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
     files = {p: fingerprint.unknown() if entry[0] >= started_ns else before.get(p) or entry
              for p, entry in fingerprint.take(paths).items()}
-    texts = {p: read_text(p) for p in files if p.endswith(DEVICE_CAPABLE)}
-    read = fingerprint.take(texts)
-    # A host view only for the text that was fingerprinted (for a file known before the build, the text that
-    # was compiled): one saved during the build or this read gets none, so its next edit rebuilds in full
-    # instead of being compared with host code that was never compiled.
-    hosts = {p: host_view(p, t) if p in read and read[p][2] == files[p][2] else None for p, t in texts.items()}
+    # Texts only where the bytes read now are the ones fingerprinted (for a file known before the build, the
+    # ones compiled): a file saved during the build gets no text and no host view, so its next edit rebuilds
+    # in full instead of being compared with code that was never compiled.
+    texts = texts_as_built(files)
+    hosts = {p: host_view(p, texts.get(p)) for p in files if p.endswith(DEVICE_CAPABLE)}
     for src, text in (captured or {}).items():
         view = ppview.host_view(directory, src, text) if hosts.get(src) is not None and texts.get(src) == text \
             else None
@@ -179,4 +194,4 @@ def describe(spec: BuildSpec, key: str, tag: str, objects: list[str], before: fi
             except (OSError, RuntimeError):
                 pass  # unknown: a swap of this source is refused (its kernels cannot be checked)
     state = manifest.State(key, tag, files, hosts, units, digests, kernels)
-    return state, {p: t for p, t in texts.items() if t is not None}
+    return state, texts

@@ -37,6 +37,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ from . import build, devicecode, trust
 
 PP_DIR = os.path.join("swap", "pp")
 _SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
-_LINE_MARKER = re.compile(r"^#\s*\d+\s+\"", re.M)
+_LINE_MARKER_LINE = re.compile(r"^#\s*\d+\s+\".*(?:\n|$)", re.M)
 _USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
 _TOOLCHAIN_INCLUDE = re.compile(r'^\s*#\s*include\s*<|^\s*#\s*include\s*"(torch|ATen|c10|pybind11|caffe2)/')
 _DIRECTIVE_OR_BLANK = re.compile(r"^\s*(#.*)?$")
@@ -70,9 +71,11 @@ class View:
         return f"{self.decides}:{self.exact}"
 
 
-def split_prefix(text: str) -> tuple[str, int]:
+def split_prefix(text: str, user_dirs: Iterable[str] = ()) -> tuple[str, int]:
     """The prefix of ``text`` (leading directives, comments and blank lines, up to and including the last
-    toolchain include that comes before any user include) and its number of lines."""
+    toolchain include that comes before any user include) and its number of lines. An include is the user's
+    when it is spelled with quotes, or found in one of ``user_dirs`` (the source's folder and -I folders that
+    are not the toolchain's): the snapshot would freeze its text."""
     masked = devicecode._mask_comments_only(text)
     lines = masked.split("\n")
     end = 0
@@ -80,9 +83,23 @@ def split_prefix(text: str) -> tuple[str, int]:
         if line.rstrip().endswith("\\") or not _DIRECTIVE_OR_BLANK.match(line) or _USER_INCLUDE.match(line):
             break
         if _TOOLCHAIN_INCLUDE.match(line):
+            target = re.search(r"[<\"]([^>\"]+)[>\"]", line)
+            if target and any(os.path.exists(os.path.join(d, target.group(1))) for d in user_dirs):
+                break
             end = i + 1
     prefix = "\n".join(text.split("\n")[:end])
     return prefix, end
+
+
+def _user_dirs(command: list[str], source: str) -> list[str]:
+    """The source's folder and the -I folders of ``command`` outside the toolchain's."""
+    dirs = [os.path.dirname(source)]
+    for i, arg in enumerate(command):
+        folder = arg[2:] if arg.startswith("-I") and len(arg) > 2 else command[i + 1] if arg in ("-I", "-iquote") \
+            and i + 1 < len(command) else None
+        if folder and not os.path.realpath(folder).startswith(build.toolchain_roots()):
+            dirs.append(folder)
+    return dirs
 
 
 def _ninja_command(build_directory: str, source: str) -> list[str] | None:
@@ -174,7 +191,8 @@ def capture(build_directory: str, source: str, text: str) -> str | None:
     commands = preprocess_commands(build_directory, source)
     if commands is None:
         return "the build has no nvcc compile line for it"
-    prefix, lines = split_prefix(text)
+    user_dirs = _user_dirs(commands["host"], source)
+    prefix, lines = split_prefix(text, user_dirs)
     folder, stem = _paths(build_directory, source)
     marker = f'#line 1 "{source}"\n'
     # The base is what the compiler and the command line predefine; nvcc's implicit cuda_runtime.h belongs to
@@ -194,7 +212,8 @@ def capture(build_directory: str, source: str, text: str) -> str | None:
                      if base.get(name) != head]
         with open(os.path.join(folder, f"{stem}.{mode}.h"), "w") as f:
             f.write("\n".join(lines_out) + "\n")
-    meta = {"prefix": prefix, "lines": lines, "host": commands["host"]}
+    meta = {"prefix": prefix, "lines": lines, "host": commands["host"], "device": commands["device"],
+            "user_dirs": user_dirs}
     with open(os.path.join(folder, f"{stem}.json"), "w") as f:
         json.dump(meta, f)
     return None
@@ -234,7 +253,7 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
     if found is None:
         return Unknown("no macro snapshot of its includes (the next full build takes one)")
     meta, stem = found
-    prefix, lines = split_prefix(text)
+    prefix, lines = split_prefix(text, meta.get("user_dirs", ()))
     if _code_lines(prefix) != _code_lines(meta["prefix"]):
         return Unknown("host code changed: the includes at its top")
     rest = "\n".join(text.split("\n")[lines:])
@@ -255,6 +274,30 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
     files = sorted({m for m in re.findall(r'^#\s*\d+\s+"([^"]+)"', exact_run.stdout, re.M)
                     if os.path.isabs(m) and os.path.exists(m)})
     return View(decides, exact, tuple(files))
+
+
+def same_output(build_directory: str, source: str, old: str, new: str) -> bool:
+    """Whether the preprocessor turns ``old`` and ``new`` (two texts of ``source``, its headers as on disk)
+    into the same code, line for line, in host and in device mode: then every compile of them is the same."""
+    found = _meta(build_directory, source)
+    if found is None or "device" not in found[0]:
+        return False
+    meta, stem = found
+    runs = []
+    for text in (old, new):
+        prefix, lines = split_prefix(text, meta.get("user_dirs", ()))
+        if _code_lines(prefix) != _code_lines(meta["prefix"]):
+            return False
+        rest = "\n".join(text.split("\n")[lines:])
+        for mode in ("host", "device"):
+            args = [*_without_runtime(meta[mode]), "-iquote", os.path.dirname(source)]
+            runs.append((args, f'#include "{stem}.{mode}.h"\n#line {lines + 1} "{source}"\n{rest}\n'))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = list(pool.map(lambda r: _run(r[0], r[1], ["-w"], os.path.dirname(stem)), runs))
+    if any(d.returncode != 0 for d in done):
+        return False
+    out = [_LINE_MARKER_LINE.sub("", d.stdout) for d in done]
+    return out[0] == out[2] and out[1] == out[3]
 
 
 def _code_lines(text: str) -> list[str]:
@@ -282,7 +325,7 @@ def _blank_member_bodies(text: str) -> str:
         if match.start() < pos:
             continue
         head = match.group(1)
-        if "host" in _spaces(head) or "constexpr" in head:
+        if "host" in _spaces(head) or re.search(r"\bconst(expr|eval)\b", head):
             continue
         open_brace = match.end() - 1
         try:
@@ -331,7 +374,7 @@ def _stub_signature(head: str) -> str:
 
 def view_of(pre: str) -> str:
     """The digest of preprocessed host-mode text with device-only code left out (see the module docstring)."""
-    pre = _LINE_MARKER.sub(lambda m: "//" + m.group()[1:], pre)  # line markers: comments, so parse skips them
+    pre = _LINE_MARKER_LINE.sub("", pre)  # where each line came from: its place, not its meaning
     items = devicecode.parse(pre)
     masked = devicecode._mask(pre)
     host_names: set[str] = set()
@@ -349,7 +392,8 @@ def view_of(pre: str) -> str:
             continue
         head = masked[item.start:item.body if item.body >= 0 else item.end]
         spaces = _spaces(head)
-        device_only = ("device" in spaces and "host" not in spaces and "constexpr" not in head
+        # A constexpr/consteval device function can be called by host code (--expt-relaxed-constexpr).
+        device_only = ("device" in spaces and "host" not in spaces and not re.search(r"\bconst(expr|eval)\b", head)
                        and devicecode.qualified_name(item) not in host_names)
         if item.kind == "type":
             parts.append(_blank_member_bodies(snippet))
@@ -359,6 +403,17 @@ def view_of(pre: str) -> str:
             parts.append(" ".join(_pragmas(pre[item.body:item.end])) if item.body >= 0 else "")
         else:
             parts.append(snippet)
-    words = (" ".join(devicecode._TOKENS.findall(devicecode._mask_comments_only(p))) for p in parts)
-    tokens = " ".join(w for w in words if w)
-    return hashlib.blake2b(tokens.encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
+
+
+def _squeeze(code: str) -> str:
+    """``code`` (preprocessed: no comments left) with each run of spacing outside literals made one space;
+    inside a literal, spacing is its value and stays as it is."""
+    masked = devicecode._mask(code, fill="\0")
+    out, pos = [], 0
+    for run in re.finditer(r"\s+", masked):
+        out.append(code[pos:run.start()])
+        out.append(" ")
+        pos = run.end()
+    out.append(code[pos:])
+    return "".join(out).strip()

@@ -104,7 +104,11 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
             for header in new_headers:
                 if (header_text := _read(header)) is not None:
                     new_texts.setdefault(header, header_text)
-    if not lines_moved and not added and _same_code(changed, texts, new_texts):
+    if (not lines_moved and not added and all(p in state.units and p.endswith(".cu") for p in changed)
+            and _same_code(changed, texts, new_texts)
+            and all(ppview.same_output(build_directory, p, texts[p], new_texts[p]) for p in changed)):
+        # Comments and spacing on the face of it, and the preprocessor agrees in both modes (a splice, a
+        # literal, a directive would show there): the code compiled is the same.
         return Plan({}, {}, before, new_texts, hosts, nothing=True)
     kernels: dict[str, list[str]] = {}
     units: dict[str, str] = {}

@@ -189,6 +189,104 @@ def test_seconds_to_verify_are_reported(light):
     assert "verified" in ext.info.verification
 
 
+@pytest.mark.parametrize(("old", "new", "status"), [
+    ("2.0f * x[i]", "(float)'a' * x[i]", "compiled"),  # the setup step; then the literal changes below
+    ("return 7;", 'return "http://a"[7];', "built"),
+])
+def test_literals_are_code_not_comments(light, old, new, status):
+    ext, path = light
+    _edit(path, old, new)
+    ext.reload()
+    assert ext.info.status == status, ext.info
+    ext.wait(timeout=300)
+    # A change inside a literal, a // in a string included: code, whatever a comment-stripper would say.
+    changed = ("'a'", "'b'") if status == "compiled" else ("http://a", "http://b")
+    _edit(path, *changed)
+    ext.reload()
+    assert ext.info.status == status, ext.info
+    ext.wait(timeout=300)
+    assert manifest.read(ext.build_directory).up_to_date(ext.spec.key())
+    if status == "built":
+        assert ext.host_value() == ord("b")
+
+
+def test_a_splice_after_a_space_is_a_splice(light):
+    ext, path = light
+    # gcc and nvcc join a line ending in a backslash and spaces to the next one: the multiply below is then
+    # inside the comment. Not a comment edit.
+    _edit(path, "    if (i < n)", "    // double it\n    if (i < n)")
+    ext.reload()
+    ext.wait(timeout=300)
+    _edit(path, "// double it", "// double it \\ ")
+    ext.reload()
+    assert ext.info.status == "compiled", ext.info
+
+
+def test_a_save_during_the_full_build_then_undone_is_built_again(light):
+    ext, path = light
+    _edit(path, "2.0f * x[i]", "3.0f * x[i]")
+    ext.reload()
+    _edit(path, "3.0f * x[i]", "4.0f * x[i]")  # saved while the full build behind the swap may run
+    ext.wait(timeout=300)
+    _edit(path, "4.0f * x[i]", "3.0f * x[i]")  # back to the swapped text: the library on disk is not it
+    ext.reload()
+    assert ext.info.status in ("compiled", "built") and "nothing to compile" not in ext.info.reason, ext.info
+    ext.wait(timeout=300)
+    assert manifest.read(ext.build_directory).up_to_date(ext.spec.key())
+
+
+def test_a_comment_edit_after_a_verified_swap_keeps_the_build_on_disk_current(light):
+    ext, path = light
+    _edit(path, "2.0f * x[i]", "3.0f * x[i]")
+    ext.reload()
+    ext.wait(timeout=300)
+    _edit(path, "// a torch-free kernel file", "// a torch-free kernel file (edited)")
+    ext.reload()
+    assert ext.info.status == "unchanged", ext.info
+    assert manifest.read(ext.build_directory).up_to_date(ext.spec.key())
+
+
+def test_a_failed_full_build_behind_a_swap_is_reported_until_fixed(light):
+    ext, path = light
+    # Host-side code inside a kernel body: the device code compiles, the host pass does not.
+    _edit(path, "    if (i < n)", "#ifndef __CUDA_ARCH__\n    static_assert(sizeof(int) == 3, \"host pass\");\n"
+                                      "#endif\n    if (i < n)")
+    ext.reload()
+    assert ext.info.status == "compiled", ext.info
+    with pytest.raises(jitload.BuildError, match="host pass"):
+        ext.wait(timeout=300)
+    assert "NOT verified" in str(ext.info)
+    with pytest.raises(jitload.BuildError, match="host pass"):
+        ext.reload()  # nothing changed since, and still not buildable
+    with pytest.raises(jitload.BuildError, match="host pass"):
+        ext.reload(full=True)
+    _edit(path, "sizeof(int) == 3", "sizeof(int) == 4")
+    ext.reload()
+    ext.wait(timeout=300)
+    assert manifest.read(ext.build_directory).up_to_date(ext.spec.key())
+
+
+def test_the_full_build_outlives_a_killed_process(light):
+    ext, path = light
+    # A notebook kernel killed right after the swap: its background build goes on and writes the build.
+    code = (f"import os, signal, jitload\nfrom jitload import swap\nswap.gpu_available = lambda: False\n"
+            f"e = jitload.load('swap_verify', {list(ext.spec.sources)!r}, build_directory={ext.build_directory!r})\n"
+            f"text = open({path!r}).read()\nopen({path!r}, 'w').write(text.replace('2.0f * x[i]', '5.0f * x[i]'))\n"
+            f"e.reload()\nprint(e.info.status, e._bet.job.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    status, pid = done.stdout.split()
+    assert status == "compiled", done.stdout + done.stderr
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    assert manifest.read(ext.build_directory).up_to_date(ext.spec.key())
+    assert _fresh_process_status(ext) == "loaded 7"
+
+
 @pytest.mark.cuda
 @pytest.mark.slow
 def test_seed_swap_is_verified_and_a_restart_loads_the_new_kernel(tmp_path):
