@@ -400,7 +400,12 @@ def view_of(pre: str) -> str:
         elif "global" in spaces and item.body >= 0:
             parts.append(_stub_signature(pre[item.start:item.body]) + " ".join(_pragmas(pre[item.body:item.end])))
         elif device_only:
-            parts.append(" ".join(_pragmas(pre[item.body:item.end])) if item.body >= 0 else "")
+            # The host compile keeps a stub of a device function that it must emit (one of external linkage,
+            # not inline, not a template): its body calls exit(), but its symbol is in the host object.
+            emitted = (item.body >= 0 and not item.is_template and "" not in item.scope
+                       and not re.search(r"\b(inline|__inline__|static)\b", head))
+            stub = _squeeze(pre[item.start:item.body]) if emitted else ""
+            parts.append(" ".join([stub, *_pragmas(pre[item.body:item.end])]) if item.body >= 0 else "")
         else:
             parts.append(snippet)
     return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
