@@ -1083,7 +1083,8 @@ def _settle(prepared: Prepared, edit: Edit, plan: swapplan.Plan, outcome: Outcom
             outcome.reason = f"unit does not compile ({builds}): {error}"
             return
         try:
-            swap.image_kernels(image, plan.kernels[source], prepared.registered)
+            # As jitload does: the unit's image must define every kernel the base object defined.
+            swap.image_kernels(image, plan.kernels[source], prepared.registered, set(prepared.registered))
         except swap.SwapError as err:
             outcome.reason = f"refused after compiling the unit: {err}"
             return

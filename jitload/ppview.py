@@ -400,10 +400,9 @@ def view_of(pre: str) -> str:
         elif "global" in spaces and item.body >= 0:
             parts.append(_stub_signature(pre[item.start:item.body]) + " ".join(_pragmas(pre[item.body:item.end])))
         elif device_only:
-            # The host compile keeps a stub of a device function that it must emit (one of external linkage,
-            # not inline, not a template): its body calls exit(), but its symbol is in the host object.
-            emitted = (item.body >= 0 and not item.is_template and "" not in item.scope
-                       and not re.search(r"\b(inline|__inline__|static)\b", head))
+            # The host compile keeps a stub of each device function that is neither inline nor a template
+            # (static ones too, unoptimised): its body calls exit(), but its symbol is in the host object.
+            emitted = item.body >= 0 and not item.is_template and not re.search(r"\b(inline|__inline__)\b", head)
             stub = _squeeze(pre[item.start:item.body]) if emitted else ""
             parts.append(" ".join([stub, *_pragmas(pre[item.body:item.end])]) if item.body >= 0 else "")
         else:

@@ -608,7 +608,7 @@ PRE = ('__attribute__((device)) float helper(float a) { return a + 1.0f; }\n'
 @pytest.mark.parametrize(("old", "new", "same"), [
     ("return a + 1.0f;", "return a - 1.0f;", True),  # a device-only body
     ("float helper(float a)", "float helper(double a)", False),  # the host object keeps a stub of it
-    ("__attribute__((device)) float helper", "static __attribute__((device)) float helper", False),
+    ("__attribute__((device)) float helper", "__attribute__((device)) inline float helper", False),
     ("int host_fn", "__attribute__((device)) inline float extra(float v) { return v; }\nint host_fn", True),
     ("int host_fn", "__attribute__((device)) float extra(float v) { return v; }\nint host_fn", False),
     ("x[i] = helper(x[i]);", "x[i] = 2 * helper(x[i]);", True),  # a kernel body
