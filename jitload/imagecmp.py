@@ -68,6 +68,18 @@ def device_image(path: str) -> bytes:
         return section.data() if section is not None else b""
 
 
+def _cuobjdump(image: bytes, what: str) -> str:
+    """``cuobjdump WHAT`` of a fatbin held in memory; raises RuntimeError where it cannot read it."""
+    with tempfile.NamedTemporaryFile(suffix=".fatbin") as f:
+        f.write(image)
+        f.flush()
+        done = subprocess.run([toolchain.cuobjdump(), what, f.name], capture_output=True, text=True,
+                              errors="replace")
+    if done.returncode != 0:
+        raise RuntimeError(f"cuobjdump could not read a device image: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
 _FUNCTION = re.compile(r"^\s*Function : (\S+)")
 _ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/|/\* 0x[0-9a-f]+ \*/")
 
@@ -75,16 +87,9 @@ _ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/|/\* 0x[0-9a-f]+ \*/")
 def kernel_code(image: bytes) -> dict[str, str]:
     """Each function's SASS in a fatbin ``image``, by mangled name and arch ('sm_90 _Z3addPf'); raises
     RuntimeError where cuobjdump cannot read it."""
-    with tempfile.NamedTemporaryFile(suffix=".fatbin") as f:
-        f.write(image)
-        f.flush()
-        done = subprocess.run([toolchain.cuobjdump(), "-sass", f.name], capture_output=True, text=True,
-                              errors="replace")
-    if done.returncode != 0:
-        raise RuntimeError(f"cuobjdump could not read a device image: {done.stderr.strip()[:300]}")
     code: dict[str, list[str]] = {}
     arch, current = "", None
-    for line in done.stdout.splitlines():
+    for line in _cuobjdump(image, "-sass").splitlines():
         if line.startswith("arch = "):
             arch = line.split("=", 1)[1].strip()
             continue
@@ -106,18 +111,11 @@ def differing_functions(swapped: bytes, built: bytes) -> list[str]:
 def image_symbols(image: bytes) -> tuple[set[str], set[str]]:
     """The kernels (entry functions) and the device variables (``__device__``/``__constant__``/``__managed__``
     globals) that a fatbin ``image`` defines, read from each of its ELF symbol tables (``cuobjdump -elf``)."""
-    with tempfile.NamedTemporaryFile(suffix=".fatbin") as f:
-        f.write(image)
-        f.flush()
-        done = subprocess.run([toolchain.cuobjdump(), "-elf", f.name], capture_output=True, text=True,
-                              errors="replace")
-    if done.returncode != 0:
-        raise RuntimeError(f"cuobjdump could not read a device image: {done.stderr.strip()[:300]}")
     kernels: set[str] = set()
     variables: set[str] = set()
     sections: dict[int, str] = {}
     table = ""
-    for line in done.stdout.splitlines():
+    for line in _cuobjdump(image, "-elf").splitlines():
         fields = line.split()
         if line.startswith(".section"):
             table = fields[1] if len(fields) > 1 else ""

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import build, devicecode, fingerprint, manifest, ppview, swap
+from . import build, devicecode, fingerprint, fullbuild, manifest, ppview, swap
 
 DEVICE_CAPABLE = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
@@ -48,14 +48,6 @@ def _label(path: str) -> str:
     return path if rel.startswith(os.pardir) else rel
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def decide(state: manifest.State, changed: Iterable[str], registered: list[str], *, build_directory: str,
            texts: dict[str, str]) -> Plan | Refusal:
     """Plan a swap of the units ``changed`` touches, or say why a full build is needed.
@@ -69,7 +61,7 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
     touched: set[str] = set()
     for path in changed:
         label = _label(path)
-        text = _read(path)
+        text = fullbuild.read_text(path)
         if text is None:
             return Refusal(f"{label} is gone")
         if not path.endswith(DEVICE_CAPABLE):
@@ -86,7 +78,7 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
     added: dict[str, list[str]] = {}
     lines_moved = False
     for src in sorted(touched):
-        text = new_texts.get(src) or _read(src)
+        text = new_texts.get(src) or fullbuild.read_text(src)
         if text is None:
             return Refusal(f"{_label(src)} is gone")
         view = ppview.host_view(build_directory, src, text)
@@ -102,7 +94,7 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
             added[src] = new_headers
             before.update(fingerprint.take(new_headers))
             for header in new_headers:
-                if (header_text := _read(header)) is not None:
+                if (header_text := fullbuild.read_text(header)) is not None:
                     new_texts.setdefault(header, header_text)
     if (not lines_moved and not added and all(p in state.units and p.endswith(".cu") for p in changed)
             and _same_code(changed, texts, new_texts)
