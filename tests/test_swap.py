@@ -637,3 +637,11 @@ def test_a_device_function_declared_for_the_host_elsewhere_is_host_code():
     assert ppview.view_of(text.replace("return a;", "return -a;")) != ppview.view_of(text)
     alone = text.split("\n", 1)[1]
     assert ppview.view_of(alone.replace("return a;", "return -a;")) == ppview.view_of(alone)
+
+
+def test_literals_keep_their_spacing_in_the_host_view():
+    from jitload import ppview
+    text = 'const char* s() { return R"(a\n  b)"; }\nint f() {  return "http://x"[0]; }\n'
+    assert ppview.view_of(text.replace("(a\n  b)", "(a\n b)")) != ppview.view_of(text)  # a raw string's value
+    assert ppview.view_of(text.replace("http://x", "http://y")) != ppview.view_of(text)  # no comment in a string
+    assert ppview.view_of(text.replace("{  return", "{\n    return")) == ppview.view_of(text)  # spacing of code
