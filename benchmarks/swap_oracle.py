@@ -1173,26 +1173,58 @@ def _section_difference(before: str, after: str) -> list[str]:
     return sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
 
 
+def _edit_key(sources: str, base: Base, edit: Edit) -> str:
+    digest = hashlib.blake2b(repr((base.files, edit)).encode(), digest_size=10).hexdigest()
+    return f"{sources}:{base.name}:{edit.file}:{edit.kind}:{digest}"
+
+
+def _recorded(path: str) -> dict[str, Outcome]:
+    """The outcomes an earlier run of the same work folder recorded, by edit key."""
+    found = {}
+    with contextlib.suppress(OSError):
+        with open(path) as f:
+            for line in f:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    entry = json.loads(line)
+                    found[entry["key"]] = Outcome(**entry["outcome"])
+    return found
+
+
 def sweep(names: list[str], seeds: int, work: str, *, torch_seeds: int = 1, decide_only: bool = False,
-          progress: bool = True, kinds: list[str] | None = None) -> tuple[list[Outcome], dict[str, Prepared]]:
+          progress: bool = True, kinds: list[str] | None = None, sources: str = ""
+          ) -> tuple[list[Outcome], dict[str, Prepared]]:
+    """Every edit of the named bases, checked. With ``sources`` (:func:`_sources_digest`), each outcome is
+    recorded in the work folder as it comes, and a later run over the same folder and jitload sources takes
+    the recorded ones instead of compiling again: a sweep of hours survives an interruption."""
     from tqdm.auto import tqdm
 
     chosen = [bases()[n] for n in names]
     outcomes: list[Outcome] = []
     prepared: dict[str, Prepared] = {}
+    record = os.path.join(work, "outcomes.jsonl")
+    recorded = _recorded(record) if sources and not decide_only else {}
     with one_compiler_at_a_time():
         plan = [(b, generate(b, torch_seeds if b.torch else seeds, kinds)) for b in chosen]
         with tqdm(total=sum(len(e) + 1 for _, e in plan), desc="swap oracle", disable=not progress) as bar:
             for base, edits in plan:
-                bar.set_postfix_str(f"{base.name}: building")
-                prepared[base.name] = p = prepare(base, work)
+                keys = [_edit_key(sources, base, e) for e in edits]
+                p = None
+                if any(k not in recorded for k in keys):
+                    bar.set_postfix_str(f"{base.name}: building")
+                    prepared[base.name] = p = prepare(base, work)
                 bar.update(1)
-                for edit in edits:
+                for edit, key in zip(edits, keys, strict=True):
                     bar.set_postfix_str(f"{base.name}: {edit.kind}")
-                    outcome = check(p, edit, decide_only=decide_only, classify_refusals=not base.torch)
+                    outcome = recorded.get(key)
+                    if outcome is None:
+                        assert p is not None
+                        outcome = check(p, edit, decide_only=decide_only, classify_refusals=not base.torch)
+                        if sources and not decide_only:
+                            with open(record, "a") as f:
+                                f.write(json.dumps({"key": key, "outcome": dataclasses.asdict(outcome)}) + "\n")
+                        if outcome.failure:
+                            bar.write(f"ORACLE FAILURE {base.name} {edit.kind}:\n{outcome.failure}\n{outcome.diff}\n")
                     outcomes.append(outcome)
-                    if outcome.failure:
-                        bar.write(f"ORACLE FAILURE {base.name} {edit.kind}:\n{outcome.failure}\n{outcome.diff}\n")
                     bar.update(1)
     return outcomes, prepared
 
@@ -1245,7 +1277,9 @@ def report(outcomes: list[Outcome], prepared: dict[str, Prepared], command: str,
         f" {os.cpu_count()} cores; wall time {seconds / 60:.1f} min",
         f"- torch {_torch_version()}, nvcc {toolchain.nvcc_version(cuda_home)}, Python {platform.python_version()}, "
         f"arch {toolchain.effective_arch_list()}",
-        "- bases (base build s): " + ", ".join(f"{n} ({p.build_seconds:.0f})" for n, p in prepared.items()),
+        "- bases (base build): " + ", ".join(
+            f"{n} ({prepared[n].build_seconds:.0f} s)" if n in prepared else f"{n} (outcomes of an earlier run)"
+            for n in dict.fromkeys(o.base for o in outcomes)),
         "",
         "**" + ", ".join(f"{k}: {v}" for k, v in counts.items()) + "**",
         "",
@@ -1316,7 +1350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-seeds", type=int, default=1, help="the same for bases that include torch (default 1)")
     parser.add_argument("--decide-only", action="store_true",
                         help="take the decisions, compile nothing after the base builds")
-    parser.add_argument("--work", help="folder for the bases and their builds (kept; default: a temporary one)")
+    parser.add_argument("--work", help="folder for the bases, their builds and the outcomes so far (kept, and "
+                        "taken up again by a run over it; default: a temporary one)")
     args = parser.parse_args(argv)
     if not nvcc_available():
         print("swap_oracle: no nvcc found (set CUDA_HOME)", file=sys.stderr)
@@ -1333,7 +1368,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         outcomes, prepared = sweep(names, seeds, work, torch_seeds=args.torch_seeds, decide_only=args.decide_only,
-                                   kinds=kinds)
+                                   kinds=kinds, sources=sources)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -249,6 +249,14 @@ class Extension:
                 raise self._verify_error
         return self
 
+    def stop_verification(self) -> None:
+        """Stop the background full build behind the last swap (to free the cores): the swapped code stays
+        unverified, and the build on disk stays the older one, so the next process builds in full."""
+        with self._lock:
+            self._cancel_bet()
+            if self.info is not None and self.info.verification == "pending":
+                self.info = replace(self.info, verification="NOT verified: its full build was stopped")
+
     def _cancel_bet(self) -> None:
         bet, self._bet = self._bet, None
         if bet is not None:

@@ -95,3 +95,15 @@ def build_kernel():
 def all_kernels(build_kernel):
     """Every kernel of kernels/, built: name -> (kernel, extension)."""
     return {name: build_kernel(name) for name in sorted(kernels.discover())}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_background_build_outlives_its_module():
+    """A kernel swap starts its full build in a process of its own, which outlives the test that made it;
+    on 2 cores it would slow every test after it. A module's leftovers are stopped when it ends."""
+    yield
+    import jitload
+
+    for ext in jitload.handles().values():
+        ext.stop_verification()
+
