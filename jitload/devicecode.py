@@ -5,6 +5,9 @@ wrapper launching them with ``<<<>>>``, ``PYBIND11_MODULE``) costs 30-60 s to co
 headers; its kernels alone compile in under a second. This module reads the file's top level (namespaces,
 preprocessor lines, declarations, type and function definitions; comments and literals masked) and gives:
 
+The swap decision itself reads the preprocessor's output (:mod:`jitload.ppview`); this module's reading of the
+spelling names *where* a host edit is ("add() at line 17") and cuts the device unit:
+
 - :func:`host_view`: the file as the host compiler sees it *for the purposes of a swap*: every item in full,
   except that a ``__global__``/``__device__`` function contributes only its signature. Two versions with the
   same host view differ only inside device-function bodies, so the compiled host code (wrappers, bindings,

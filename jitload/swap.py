@@ -10,14 +10,15 @@ still right, and only the kernels need replacing:
    records each kernel's host stub and mangled device name as the library registers them, and sends every
    launch (``<<<>>>``, ``cudaLaunchKernel``, ``cudaLaunchKernelEx``, cooperative launches) and every query
    that takes a kernel (attributes, occupancy) to the newest code for that kernel.
-2. On such an edit, :mod:`jitload.devicecode` derives a torch-free unit from the source (its device code,
-   light c10 headers, explicit instantiations of the templated kernels the library registered, those its own
-   headers define included, such as kernels/common's), nvcc compiles
-   it to a fatbin with the build's own device flags (under a second), and the shim loads it
-   (``cudaLibraryLoadData``) and redirects the kernels, all or none.
+2. On such an edit (:mod:`jitload.swapplan` decides), :mod:`jitload.devicecode` derives a torch-free unit from
+   the source (its device code, light c10 headers, the CUDA half/bfloat16 headers, the device pass's macros,
+   explicit instantiations of the templated kernels the library registered, those its own headers define
+   included, such as kernels/common's), nvcc compiles it to a fatbin with the build's own device flags (under
+   a second), and the shim loads it (``cudaLibraryLoadData``) and redirects the kernels, all or none.
 
 Anything the derivation or the swap cannot do with certainty (see devicecode's limits, a kernel missing from
-the new code, no GPU) raises :class:`SwapError`, and the caller does the full build instead. Loaded code is
+the new code, device variables in it) raises :class:`SwapError`, and the caller does the full build instead;
+every swap made is checked against the full build afterwards (:mod:`jitload.background`). Loaded code is
 never unloaded, so CUDA graphs captured before a swap replay the kernels they captured.
 """
 
