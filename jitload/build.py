@@ -36,6 +36,8 @@ import os
 import re
 import shutil
 import signal
+import stat
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -51,6 +53,7 @@ NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
 LOG_FILE = "build.log"
 KEEP_LIBRARIES = 6  # older NAME_<tag>.so files are deleted; a process that loaded one keeps its mapping
+LINK_PREFIX = "link-"  # a link's output until it is complete: link-<tag>-<pid>.tmp
 
 _EDGE = re.compile(r"^build\s+(?P<outs>.+?):\s*(?P<rule>\S+)\s+(?P<ins>.*)$")
 
@@ -297,8 +300,13 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
                  python_module: bool = True, on_start: Callable[[subprocess.Popen], None] | None = None
                  ) -> NinjaRun:
     """Link the objects into ``NAME_<tag>.so``; a Python module's init function is also exported as
-    ``PyInit_NAME_<tag>`` (an op library has none)."""
+    ``PyInit_NAME_<tag>`` (an op library has none).
+
+    The linker writes a temporary file, renamed to ``NAME_<tag>.so`` once it is complete: a link killed
+    half-way (SIGKILL, the OOM killer, a restarted notebook) leaves no partial library under the name a
+    later load trusts."""
     module = f"{name}_{tag}"
+    partial = f"{LINK_PREFIX}{tag}-{os.getpid()}.tmp"  # no NAME in it: see MAX_NAME_LENGTH
     ninja_path = os.path.join(build_directory, NINJA_FILE)
     inputs = " ".join(link_inputs(ninja_path))
     # The variables and rules of build.ninja without its build edges: the objects are plain inputs here, so
@@ -306,14 +314,44 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
     text = (
         f"# written by jitload: the link step of {NINJA_FILE}, under a fresh module name\n"
         + _rules_and_variables(ninja_path)
-        + f"build {module}.so: link {inputs}\n"
+        + f"build {partial}: link {inputs}\n"
     )
     if python_module:
         text += f"  ldflags = $ldflags -Wl,--defsym,PyInit_{module}=PyInit_{name}\n"
     with open(os.path.join(build_directory, LINK_NINJA_FILE), "w") as f:
         f.write(text)
-    return run_ninja(build_directory, [f"{module}.so"], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name,
-                     on_start=on_start)
+    partial_path = os.path.join(build_directory, partial)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(partial_path)  # ninja must link, never find an old output up to date
+    try:
+        linked = run_ninja(build_directory, [partial], ninja_file=LINK_NINJA_FILE, verbose=verbose, name=name,
+                           on_start=on_start)
+        if linked.returncode == 0:
+            # jitload made this file: closed to others here, so the check before import never has to change it.
+            os.chmod(partial_path, stat.S_IMODE(os.stat(partial_path).st_mode) & ~0o022)
+            os.replace(partial_path, os.path.join(build_directory, f"{module}.so"))
+        return linked
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial_path)
+
+
+def library_complete(path: str) -> bool:
+    """Whether ``path`` is a whole ELF file: its header is there and its section table (which ld writes at
+    the end) fits in the file. A library cut short by a crash or a full disk reads as incomplete, so it is
+    linked again instead of failing every later import ("file too short", SIGBUS in dlopen)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return False
+    if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2:  # ELFCLASS64
+        return False
+    order = "<" if header[5] == 1 else ">"
+    (shoff,) = struct.unpack_from(order + "Q", header, 0x28)
+    shentsize, shnum = struct.unpack_from(order + "HH", header, 0x3A)
+    return 0 < shoff and shoff + shentsize * shnum <= size
 
 
 def _rules_and_variables(ninja_path: str) -> str:
@@ -370,3 +408,20 @@ def prune_libraries(build_directory: str, name: str, keep: str) -> None:
             os.unlink(entry.path)
         except OSError:
             pass
+    # What a link killed half-way left behind (a live process's link is its own, and left alone).
+    partial = re.compile(rf"^{re.escape(LINK_PREFIX)}[0-9a-f]+-(\d+)\.tmp$")
+    for entry in os.scandir(build_directory):
+        match = partial.match(entry.name)
+        if match and not _alive(int(match[1])):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -115,7 +115,7 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
     with build_lock(directory):
         state = manifest.read(directory)
         library = os.path.join(directory, f"{spec.name}_{state.tag}.so")
-        if not force and state.up_to_date(key) and os.path.exists(library):
+        if not force and state.up_to_date(key) and build.library_complete(library):
             return Result(state, library, 0, texts_as_built(state.files))
         # Fingerprint before compiling: a file saved during the build must look changed next time. A file
         # whose time is after this was written while the build ran. (File times come from a coarser clock, a
@@ -135,7 +135,7 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
         tag = build.library_tag(directory, objects)
         library = os.path.join(directory, f"{spec.name}_{tag}.so")
         commands = compiled.commands
-        if not os.path.exists(library):
+        if not build.library_complete(library):  # missing, or cut short by a crash: linked again
             linked = build.link_library(directory, spec.name, tag, verbose=verbose,
                                         python_module=spec.python_module, on_start=on_start)
             if linked.returncode != 0:
