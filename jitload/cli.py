@@ -158,20 +158,44 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _removable(path: str) -> str | None:
-    """Why ``path`` must not be removed (a symlink, not a folder), or None."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "nothing to clean"
-    if stat.S_ISLNK(st.st_mode):
-        return f"it is a symbolic link (to {os.readlink(path)}), which clean never follows; remove the link yourself"
+    """Why ``path`` must not be removed (a symbolic link on the way to it from the cache base, not a folder),
+    or None."""
+    base = toolchain.cache_base()
+    current = base
+    for part in os.path.relpath(path, base).split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return "nothing to clean"
+        if stat.S_ISLNK(st.st_mode):
+            where = "it is" if current == path else f"{current} is"
+            return (f"{where} a symbolic link (to {os.readlink(current)}), which clean never follows: nothing was "
+                    "deleted; remove the link yourself")
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a folder"
     return None
 
 
+def _remove_build(path: str) -> None:
+    # Under the build's lock: a build running in it finishes first (its wait is announced at once).
+    with build_lock(path, announce_after_s=0.0):
+        shutil.rmtree(path)  # rmtree removes links inside the folder, never what they point to
+
+
+def _remove_cache(root: str) -> None:
+    """Every build under ``root``, each under its lock, then ``root`` itself; links are removed, not followed."""
+    for entry in os.scandir(root):
+        if entry.is_dir(follow_symlinks=False):
+            _remove_build(entry.path)
+        else:
+            os.unlink(entry.path)
+    os.rmdir(root)
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
-    """Remove cached builds: by extension name only, inside the cache root, never through a symbolic link."""
+    """Remove cached builds: by extension name only, inside the cache root, never through a symbolic link, each
+    under its build lock."""
     root = toolchain.cache_root()
     status = 0
     bad = [n for n in args.name if not n.isidentifier()]
@@ -187,13 +211,24 @@ def cmd_clean(args: argparse.Namespace) -> int:
             print(f"{path}: {why}")
             status = status or (0 if why == "nothing to clean" else 1)
             continue
-        if names:
-            with build_lock(path):  # never delete a build directory under a running build
-                shutil.rmtree(path)  # rmtree removes links inside the folder, never what they point to
-        else:
-            shutil.rmtree(path)
+        try:
+            if names:
+                _remove_build(path)
+            else:
+                _remove_cache(root)
+        except (OSError, RuntimeError) as err:  # a foreign lock file, a build started meanwhile
+            print(f"{path}: not removed: {err}", file=sys.stderr)
+            status = 1
+            continue
         print(f"removed {path}")
     return status
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

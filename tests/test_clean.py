@@ -1,10 +1,14 @@
-"""`jitload clean` takes extension names only, stays inside the cache root and never follows a symbolic link."""
+"""`jitload clean` takes extension names only, stays inside the cache root, never follows a symbolic link and
+waits for a build running in what it deletes."""
 
 import os
+import threading
+import time
 
 import pytest
 
 from jitload import cli, toolchain
+from jitload.lock import build_lock
 
 
 @pytest.fixture
@@ -39,3 +43,52 @@ def test_clean_removes_a_build_and_says_so(cache, capsys):
     out = capsys.readouterr().out
     assert f"removed {os.path.join(cache, 'built')}" in out and "nothing to clean" in out
     assert not os.path.exists(os.path.join(cache, "built"))
+
+
+@pytest.mark.parametrize("linked", ["jitload", "version"])
+@pytest.mark.parametrize("names", [[], ["built"]])
+def test_clean_never_follows_a_symlinked_folder_above_the_builds(tmp_path, monkeypatch, capsys, linked, names):
+    # The base's own jitload/ folder (or the version folder under it) is a link to somewhere outside.
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "cache"))
+    root = toolchain.cache_root()
+    link = os.path.dirname(root) if linked == "jitload" else root
+    outside = tmp_path / "elsewhere"
+    (outside / os.path.relpath(root, link) / "built").mkdir(parents=True)
+    (outside / "keep.txt").write_text("mine\n")
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    os.symlink(outside, link)
+    assert cli.main(["clean", *names]) == 1
+    out = capsys.readouterr().out
+    assert f"{link} is a symbolic link" in out or "it is a symbolic link" in out
+    assert "nothing was deleted" in out
+    assert (outside / "keep.txt").exists() and os.path.isdir(os.path.join(root, "built"))
+
+
+@pytest.mark.parametrize("names", [[], ["built"]])
+def test_clean_waits_for_a_running_build(cache, capsys, names):
+    build_dir = os.path.join(cache, "built")
+    held, release = threading.Event(), threading.Event()
+
+    def build():
+        with build_lock(build_dir):
+            held.set()
+            release.wait()
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    held.wait()
+    cleaner = threading.Thread(target=lambda: results.append(cli.main(["clean", *names])))
+    results = []
+    cleaner.start()
+    said = ""
+    for _ in range(600):  # a bound on the wait for the announcement, not a timing assertion
+        said += capsys.readouterr().err
+        if "waiting for the build" in said:
+            break
+        time.sleep(0.05)
+    assert f"waiting for the build in {build_dir}" in said
+    assert os.path.isdir(build_dir)  # not deleted under the running build
+    release.set()
+    builder.join()
+    cleaner.join()
+    assert results == [0] and not os.path.exists(build_dir)
