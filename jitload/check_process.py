@@ -1,19 +1,25 @@
 """``jitload check``'s isolation: each kernel is checked by a fresh ``jitload check --no-isolate`` process, so a
-candidate that crashes (a segfault, glibc's abort, an illegal address that kills the CUDA context) fails that
-kernel with the case it died in, and the other kernels are still checked. A fresh interpreter rather than a fork
-(:mod:`jitload.isolate`): a fork cannot use CUDA, and this way ``--sanitize`` can put the child under NVIDIA's
-compute-sanitizer (memcheck), which catches out-of-bounds device accesses the guard bytes cannot see (reads, and
-writes that land inside another live tensor).
+candidate that crashes (a segfault, glibc's abort, an illegal address that kills the CUDA context), hangs past
+its case's time limit or exits (``exit(1)`` in a CUDA_CHECK macro, ``os._exit(0)``) fails that kernel with the
+case it was in, and the other kernels are still checked. The child writes each case as it starts, and a last
+line when its check is complete: a child that ends without that line failed, whatever its exit code.
+
+A fresh interpreter rather than a fork (:mod:`jitload.isolate`): a fork cannot use CUDA, and this way
+``--sanitize`` can put the child under NVIDIA's compute-sanitizer (memcheck), which catches out-of-bounds device
+accesses the guard bytes cannot see (reads, and writes that land inside another live tensor).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -21,6 +27,10 @@ from . import toolchain
 from .isolate import exit_reason
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit code when it found errors (its --error-exitcode)
+POLL_S = 0.2
+# The child stops a case that loops in Python itself, at its limit; the parent kills one stuck in compiled or
+# GPU code this much later. A child that has written its last line gets as long to exit (threads it left).
+GRACE_S = 5.0
 
 
 def compute_sanitizer() -> str | None:
@@ -40,9 +50,16 @@ class ProgressFile:
         self.path = path
 
     def write(self, function: str, row: dict) -> None:
+        self._put({"function": function, **{k: v for k, v in row.items() if k != "ok"}})
+
+    def finish(self, status: int) -> None:
+        """The check is complete, with this exit status."""
+        self._put({"finished": True, "status": status})
+
+    def _put(self, state: dict) -> None:
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"function": function, **{k: v for k, v in row.items() if k != "ok"}}, f)
+            json.dump(state, f, default=str)
         os.replace(tmp, self.path)
 
     def read(self) -> dict | None:
@@ -53,9 +70,43 @@ class ProgressFile:
             return None
 
 
+def _where(case: dict | None) -> str:
+    if case is None or case.get("finished"):
+        return "before its first case"
+    return (f"in {case['function']}, {case.get('test', 'forward')} size={case['size']}, dtype={case['dtype']}, "
+            f"layout={case['layout']}, seed={case['seed']}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _watch(proc: subprocess.Popen, progress: ProgressFile) -> tuple[int | None, str]:
+    """Wait for the child; kill it (and its group) if a case runs past its limit or it does not exit after its
+    last line. Returns (exit code or None if killed, why it was killed)."""
+    running, since = None, time.monotonic()
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S), ""
+        except subprocess.TimeoutExpired:
+            pass
+        state = progress.read()
+        key = json.dumps(state, sort_keys=True)
+        if key != running:
+            running, since = key, time.monotonic()
+            continue
+        waited = time.monotonic() - since
+        if state is not None and state.get("finished") and waited > GRACE_S:
+            return None, f"it finished its check but did not exit within {GRACE_S:.0f} s (a thread left running?)"
+        if state is not None and "timeout_s" in state and waited > state["timeout_s"] + GRACE_S:
+            return None, f"ran past the case's limit ({state['timeout_s']:.1f} s; --timeout sets it)"
+
+
 def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize: bool) -> int:
-    """Run ``jitload check FOLDER --no-isolate`` in a fresh process; its output passes through. Returns its exit
-    code, after saying which case a crash happened in, or that compute-sanitizer found errors."""
+    """Run ``jitload check FOLDER --no-isolate`` in a fresh process (a session of its own); its output passes
+    through. Returns its exit status, after saying which case a crash, hang or early exit happened in, or that
+    compute-sanitizer found errors; the child's process group is killed when it ends."""
     command = [sys.executable, "-m", "jitload", "check", folder, "--no-isolate", *extra_args]
     env = dict(os.environ)
     if sanitize:
@@ -74,18 +125,32 @@ def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize:
                    *command, "--no-guards"]
     with tempfile.TemporaryDirectory(prefix="jitload-check-") as folder:
         progress = ProgressFile(os.path.join(folder, "progress.json"))
-        code = subprocess.call([*command, "--progress", progress.path], env=env)
-        # 0 passed, 1 failed, 2 a usage error; anything else (a signal, or compute-sanitizer passing one on as
-        # an exit code) is a crash
-        if code not in (0, 1, 2, SANITIZER_EXIT):
-            case = progress.read()
-            where = ("before its first case" if case is None else
-                     f"in {case['function']}, size={case['size']}, dtype={case['dtype']}, layout={case['layout']}, "
-                     f"seed={case['seed']}")
-            print(f"{kernel}: check FAIL: the checking process died ({exit_reason(code)}) {where}; the cases after "
-                  "it did not run (`jitload check --no-isolate` runs them in this process)", flush=True)
-            return 1
-        if sanitize and code == SANITIZER_EXIT:
-            print(f"{kernel}: check FAIL: compute-sanitizer reported memory errors (above)", flush=True)
-            return 1
-        return code
+        proc = subprocess.Popen([*command, "--progress", progress.path], env=env, start_new_session=True)
+        try:
+            code, killed = _watch(proc, progress)
+        finally:
+            _kill_group(proc)  # whatever it started and left behind
+            proc.wait()
+        return _verdict(kernel, code, killed, progress.read(), sanitize)
+
+
+def _verdict(kernel: str, code: int | None, killed: str, state: dict | None, sanitize: bool) -> int:
+    finished = state is not None and state.get("finished")
+    if killed and finished:
+        print(f"{kernel}: the checking process was killed after its check: {killed}", flush=True)
+        return int(state["status"])
+    if killed:
+        print(f"{kernel}: check FAIL: the checking process was killed {_where(state)}: it {killed}; the cases "
+              "after it did not run", flush=True)
+        return 1
+    if sanitize and code == SANITIZER_EXIT:
+        print(f"{kernel}: check FAIL: compute-sanitizer reported memory errors (above)", flush=True)
+        return 1
+    if finished:
+        return int(state["status"])
+    if code == 2 and state is None:
+        return 2  # a usage or build error, said by the child before any case
+    how = f"died ({exit_reason(code)})" if code is not None and code < 0 else f"exited ({exit_reason(code)})"
+    print(f"{kernel}: check FAIL: the checking process {how} {_where(state)}, before its check finished; the "
+          "cases after it did not run (`jitload check --no-isolate` runs them in this process)", flush=True)
+    return 1

@@ -63,27 +63,42 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace):
-    """Build the kernel and check each of its functions (versions, then baselines such as Triton)."""
+def _timed_sizes(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace) -> list[int]:
+    """The sizes `jitload bench` times on this device."""
+    return list(getattr(args, "sizes", None) or kernel.spec.bench_sizes[kernel.device_for(device).type])
+
+
+def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.Namespace, timed: list[int] = ()):
+    """Build the kernel and check each of its functions (versions, then baselines such as Triton), also at the
+    ``timed`` sizes."""
     ext = _build(kernel, args.verbose)
     device = kernel.device_for(device)
     ours = kernel.functions(ext)
     fns = {**ours, **kernel.baselines(device)}
     progress = ProgressFile(args.progress) if getattr(args, "progress", None) else None
+    dtypes = _dtypes(args, kernel)
+    if timed:
+        print(f"{kernel.name}: checking the {len(timed)} timed size(s) too, before timing them: "
+              f"{', '.join(map(str, timed))} in {', '.join(_dtype_name(d) for d in dtypes)}")
     reports = {}
     for name, fn in fns.items():
-        reports[name] = kernel.check(fn, device=device, dtypes=_dtypes(args, kernel), grad=name in ours,
+        reports[name] = kernel.check(fn, device=device, dtypes=dtypes, grad=name in ours, timed_sizes=timed,
                                      on_case=None if progress is None else functools.partial(progress.write, name),
-                                     guards=not getattr(args, "no_guards", False))
+                                     guards=not getattr(args, "no_guards", False), timeout=args.timeout)
         print(f"{name}: check {reports[name]!r}")
     return fns, reports
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     if not args.no_isolate:
         # each kernel in a fresh process (jitload.check_process): a crash fails that kernel, not the command
         extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else []),
-                 *(["--no-guards"] if args.no_guards else [])]
+                 *(["--no-guards"] if args.no_guards else []),
+                 *(["--timeout", str(args.timeout)] if args.timeout is not None else [])]
         codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in _selected(args)]
         return max(codes, default=0)
     if args.sanitize:
@@ -92,7 +107,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     device = _device()
     failed = [k.name for k in _selected(args) if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
-    return 1 if failed else 0
+    status = 1 if failed else 0
+    if args.progress:
+        ProgressFile(args.progress).finish(status)  # the parent trusts no exit code without this line
+    return status
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -103,7 +121,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report: list[str] = []
     status = 0
     for kernel in selected:
-        fns, checked = _check_kernel(kernel, device, args)
+        fns, checked = _check_kernel(kernel, device, args, timed=_timed_sizes(kernel, device, args))
         failed = [name for name, r in checked.items() if not r.ok]
         if failed:
             status = 1
@@ -116,7 +134,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"{name}: not timed, since its check failed")
         timed = {name: fn for name, fn in fns.items() if name not in failed}
         runs_on = kernel.device_for(device)
-        result = bench(timed, kernel.spec.make_inputs, sizes=args.sizes or kernel.spec.bench_sizes[runs_on.type],
+        result = bench(timed, kernel.spec.make_inputs, sizes=_timed_sizes(kernel, device, args),
                        dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=runs_on,
                        eager=kernel.reference, compiled=args.compiled)
         print(result)
@@ -244,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("-v", "--verbose", action="store_true", help="show the compiler commands")
         if name in ("check", "bench"):
             p.add_argument("--dtype", nargs="+", choices=sorted(DTYPES), help="dtypes (default: the kernel's)")
+            p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                           help="time limit of one case of the check (default: 100x the reference's time on the "
+                                "case, at least 30 s)")
         if name == "check":
             p.add_argument("--no-isolate", action="store_true",
                            help="check in this process (default: each kernel in a fresh one, so a crash is a failure)")

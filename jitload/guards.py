@@ -4,7 +4,9 @@ An allocator hands out whole blocks (the CPU allocator 64-byte aligned, CUDA's c
 steps), so a kernel that writes one element too many usually lands in slack nobody reads, and passes. Inside
 :class:`GuardedAllocations` every ``aten`` allocation (``empty``, ``empty_like``, ``empty_strided``,
 ``new_empty``, ...; from Python, Triton wrappers and C++ extensions alike, since ``at::empty_like`` in a binding
-goes through the dispatcher) returns a tensor placed inside a larger buffer whose edges hold a byte pattern.
+goes through the dispatcher) returns a tensor placed inside a larger buffer whose edges hold a byte pattern; a
+``resize_`` of such a tensor (the ``at::empty({0})`` then ``resize_`` pattern) moves it to a guarded buffer of
+its new size, as does an op that resizes an ``out=`` argument.
 :meth:`GuardedAllocations.violations` names every guard that changed. A zero-size output gets a real guarded
 buffer too, so a write into it is reported instead of crashing the process on a null pointer.
 
@@ -43,6 +45,9 @@ _FILLED = {
 }
 
 
+_RESIZES = {torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default}
+
+
 @dataclass
 class _Guarded:
     buffer: torch.Tensor  # uint8: GUARD_BYTES, the tensor's bytes, GUARD_BYTES
@@ -51,7 +56,7 @@ class _Guarded:
     dtype: torch.dtype
     itemsize: int
     address: int  # the storage's data pointer, by which an op writing into the tensor finds this record
-    resized: bool = False  # resize_ or an out= argument gave it another shape: its guards may now be inside it
+    resized: bool = False  # an out= argument got another shape inside an op: its guards may now be inside it
 
 
 def _span_bytes(shape: tuple[int, ...], stride: tuple[int, ...], itemsize: int) -> int:
@@ -60,10 +65,10 @@ def _span_bytes(shape: tuple[int, ...], stride: tuple[int, ...], itemsize: int) 
     return (1 + sum((s - 1) * st for s, st in zip(shape, stride, strict=True))) * itemsize
 
 
-def _poison(view: torch.Tensor) -> None:
-    # The same fill as torch's fill_uninitialized_memory, so unwritten output still reads as NaN.
+def _poison(view: torch.Tensor, fill: float = float("nan")) -> None:
+    # By default the same fill as torch's fill_uninitialized_memory, so unwritten output still reads as NaN.
     if view.is_floating_point() or view.is_complex():
-        view.fill_(float("nan"))
+        view.fill_(fill)
     elif view.dtype == torch.bool:
         view.fill_(True)
     else:
@@ -71,10 +76,13 @@ def _poison(view: torch.Tensor) -> None:
 
 
 class GuardedAllocations(TorchDispatchMode):
-    """Within the block, allocations are placed between guard regions; see the module's docstring."""
+    """Within the block, allocations are placed between guard regions; see the module's docstring. ``fill``:
+    the value new floating tensors hold (NaN, as torch's uninitialised-memory fill; another value tells an
+    element nobody wrote from a NaN a kernel computed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fill: float = float("nan")) -> None:
         super().__init__()
+        self._fill = fill
         self._guarded: list[_Guarded] = []
         self._by_address: dict[int, _Guarded] = {}
 
@@ -95,19 +103,47 @@ class GuardedAllocations(TorchDispatchMode):
                 below = keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
                 with self:
                     return func.redispatch(below, *args, **kwargs)
+        if func in _RESIZES and self._record_of(args[0]) is not None:
+            target = args[1].shape if func is torch.ops.aten.resize_as_.default else args[1]
+            fmt = kwargs.get("memory_format", args[2] if len(args) > 2 else None)
+            return self._resize(args[0], tuple(target), fmt)
         resizable = self._resizable(func, args, kwargs)
         result = func(*args, **kwargs)
         for t, address in resizable:
-            if t.untyped_storage().data_ptr() != address or tuple(t.shape) != self._by_address[address].shape:
-                self._by_address[address].resized = True
+            record = self._by_address[address]
+            if t.untyped_storage().data_ptr() != address or tuple(t.shape) != record.shape:
+                # The op resized it inside its own kernel (an out= argument): its old guards may now be inside
+                # it, or freed. It moves, values and all, into a guarded buffer of its new size, so the writes a
+                # kernel makes into it later are still watched.
+                record.resized = True
+                fresh = self._allocate(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device))
+                fresh.copy_(t)
+                t.set_(fresh.untyped_storage(), fresh.storage_offset(), fresh.shape, fresh.stride())
         return result
 
+    def _record_of(self, t: object) -> _Guarded | None:
+        return self._by_address.get(t.untyped_storage().data_ptr()) if isinstance(t, torch.Tensor) else None
+
+    def _resize(self, t: torch.Tensor, shape: tuple[int, ...], memory_format) -> torch.Tensor:
+        """``t.resize_(shape)`` of a guarded tensor: a new guarded buffer of the new size, holding what
+        resize_ keeps (the old bytes, in storage order), with fresh poison after them."""
+        old = self._record_of(t)
+        assert old is not None
+        if shape == tuple(t.shape) and memory_format in (None, torch.contiguous_format) and t.is_contiguous():
+            return t
+        fresh = self._allocate(torch.empty(shape, dtype=t.dtype, device=t.device,
+                                           memory_format=memory_format or torch.contiguous_format))
+        new = self._by_address[fresh.untyped_storage().data_ptr()]
+        kept = min(old.span, new.span)
+        new.buffer[GUARD_BYTES:GUARD_BYTES + kept].copy_(old.buffer[GUARD_BYTES:GUARD_BYTES + kept])
+        t.set_(fresh.untyped_storage(), fresh.storage_offset(), fresh.shape, fresh.stride())
+        return t
+
     def _resizable(self, func, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, int]]:
-        # An out= argument, and resize_'s self, may come back with another shape or storage (an in-place op on
-        # a view does not count: a view past the end is just what the guards are for).
-        resizes = func in (torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default)
+        # An out= argument may come back with another shape or storage (an in-place op on a view does not
+        # count: a view past the end is just what the guards are for).
         written = [kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
-                   for i, a in enumerate(func._schema.arguments) if a.is_out or (resizes and i == 0)]
+                   for i, a in enumerate(func._schema.arguments) if a.is_out]
         return [(t, t.untyped_storage().data_ptr()) for t in written
                 if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in self._by_address]
 
@@ -121,7 +157,7 @@ class GuardedAllocations(TorchDispatchMode):
         if keep_values:
             guarded.copy_(plain)
         elif span:
-            _poison(buffer[GUARD_BYTES:GUARD_BYTES + span].view(plain.dtype))
+            _poison(buffer[GUARD_BYTES:GUARD_BYTES + span].view(plain.dtype), self._fill)
         record = _Guarded(buffer, span, tuple(plain.shape), plain.dtype, itemsize, buffer.untyped_storage().data_ptr())
         self._guarded.append(record)
         self._by_address[record.address] = record
@@ -132,7 +168,7 @@ class GuardedAllocations(TorchDispatchMode):
         found = []
         for g in self._guarded:
             if g.resized:
-                continue  # torch.empty(0) filled through out= (or resize_): its guards may now be inside it
+                continue  # resized inside an op: it moved to a guarded buffer of its own, checked there
             before = (g.buffer[:GUARD_BYTES] != PATTERN).nonzero().flatten()
             after = (g.buffer[GUARD_BYTES + g.span:] != PATTERN).nonzero().flatten()
             what = f"{str(g.dtype).removeprefix('torch.')} tensor of shape {list(g.shape)}"

@@ -9,9 +9,12 @@ GPU yet (``jitload check`` runs each kernel's check in a fresh process for that 
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import multiprocessing
+import os
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -21,11 +24,23 @@ import torch
 T = TypeVar("T")
 
 
+POLL_S = 0.1  # how often the parent looks at a child that sends nothing (is it alive, is it overdue)
+
+
 class ChildDied(RuntimeError):
-    """The child ended without a result; ``how`` says by which signal or exit code."""
+    """The child ended without a result; ``how`` says by which signal or exit code ("died (SIGSEGV)",
+    "exited (exit code 0)")."""
 
     def __init__(self, how: str) -> None:
-        super().__init__(f"the child process died ({how})")
+        super().__init__(f"the child process {how}")
+        self.how = how
+
+
+class ChildOverdue(RuntimeError):
+    """``overdue()`` said the child took too long; it was killed with its process group."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(f"the child process {how}")
         self.how = how
 
 
@@ -40,6 +55,9 @@ def exit_reason(exitcode: int | None) -> str:
 
 
 def _child(conn, work: Callable[[Callable[[Any], None]], Any]) -> None:
+    # A process group of its own: the parent kills it and every process the work started in one call.
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     # The parent reports a crash with the case it happened in; a Python stack dump from the dying child
     # (pytest and IPython turn faulthandler on) would only bury that.
     faulthandler.disable()
@@ -52,13 +70,29 @@ def _child(conn, work: Callable[[Callable[[Any], None]], Any]) -> None:
         conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
+        # Exit now: a normal exit joins every non-daemon thread the work left running, which may never end.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _kill_group(child) -> None:
+    """The child and every process in its group (what the work forked); the child's own pid as a fallback
+    for the instant before it made its group."""
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, signal.SIGKILL)
+    if child.exitcode is None:  # not reaped yet, so its pid is still its own
+        with contextlib.suppress(OSError):
+            child.kill()
 
 
 def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[Any], None], *,
-               uses_cuda: bool = False) -> T:
+               uses_cuda: bool = False, overdue: Callable[[], str | None] | None = None) -> T:
     """``work(emit)`` in a forked child; each ``emit(event)`` reaches ``on_event`` here, in order, and the
-    child's return value (picklable) is returned. Raises :class:`ChildDied` if the child dies first, and
-    RuntimeError with the child's traceback if ``work`` raises."""
+    child's return value (picklable) is returned. Raises :class:`ChildDied` if the child ends first,
+    :class:`ChildOverdue` when ``overdue()`` (asked every few tenths of a second) returns a reason, and
+    RuntimeError with the child's traceback if ``work`` raises. The child's process group (it and whatever it
+    started) is killed when this returns."""
     if uses_cuda and torch.cuda.is_initialized():
         raise RuntimeError("isolate=True forks, and a forked process cannot use CUDA once its parent has: run it "
                            "before any CUDA work in this process, or use `jitload check` (a fresh process per "
@@ -67,9 +101,17 @@ def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[A
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(send, work), daemon=True)
     child.start()
-    send.close()  # the child holds the only writer: EOF here means it is gone
+    with contextlib.suppress(OSError):
+        os.setpgid(child.pid, child.pid)  # also here: whichever of the two runs first makes the group
+    send.close()  # the child holds the only writer, unless it forked: so liveness is checked too
     try:
         while True:
+            if not receive.poll(POLL_S):
+                if overdue is not None and (late := overdue()):
+                    raise ChildOverdue(late)
+                if not child.is_alive() and not receive.poll(0):
+                    break
+                continue
             try:
                 kind, payload = receive.recv()
             except EOFError:
@@ -83,8 +125,7 @@ def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[A
             return payload
     finally:
         receive.close()
-        if child.is_alive():  # on_event raised, or Ctrl-C: the child goes too
-            child.terminate()
-            child.join()
-    child.join()
-    raise ChildDied(exit_reason(child.exitcode))
+        _kill_group(child)  # on_event raised, Ctrl-C, overdue, or processes the work left behind
+        child.join()
+    code = child.exitcode
+    raise ChildDied(f"died ({exit_reason(code)})" if code is None or code < 0 else f"exited ({exit_reason(code)})")

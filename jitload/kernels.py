@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from . import toolchain
-from .checker import CheckReport, check
+from .checker import CheckReport, check, default_sizes
 from .extension import Extension, prepare
 from .spec import KernelSpec, from_module
 
@@ -66,10 +66,15 @@ class Kernel:
 
     def check(self, fn: Callable[..., Any], *, device: str | torch.device | None = None,
               dtypes: Sequence[torch.dtype] | None = None, grad: bool | None = None, **kwargs: Any) -> CheckReport:
-        """:func:`jitload.check` of ``fn`` against the reference, with the spec's inputs, sizes, dtypes,
-        tolerances and gradient check (``grad=False`` skips it, for a baseline that has no backward)."""
-        return check(fn, self.spec.reference, self.spec.make_inputs, sizes=self.spec.check_sizes,
-                     dtypes=list(dtypes if dtypes is not None else self.spec.dtypes), device=self.device_for(device),
+        """:func:`jitload.check` of ``fn`` against the reference, with the spec's inputs, sizes (its
+        ``CHECK_SIZES``, else the defaults and its ``EXTRA_CHECK_SIZES``), dtypes, tolerances and gradient check
+        (``grad=False`` skips it, for a baseline that has no backward)."""
+        runs_on = self.device_for(device)
+        sizes = self.spec.check_sizes
+        if sizes is None:
+            sizes = [*default_sizes(runs_on), *self.spec.extra_check_sizes]
+        return check(fn, self.spec.reference, self.spec.make_inputs, sizes=sizes,
+                     dtypes=list(dtypes if dtypes is not None else self.spec.dtypes), device=runs_on,
                      grad=self.spec.grad if grad is None else grad and self.spec.grad,
                      tolerances=self.spec.tolerances, **kwargs)
 
@@ -117,13 +122,17 @@ def triton_baseline(spec_file: str, module: str, function: str, device: torch.de
     return {"triton": getattr(sibling(spec_file, module), function)}
 
 
-def row_shape(size: int, width: int, odd_width: int = 1003) -> tuple[int, int]:
+def row_shape(size: int | tuple[int, int], width: int, odd_width: int = 1003) -> tuple[int, int]:
     """A (rows, width) shape of about ``size`` elements for kernels that work on rows.
 
     Multiples of ``width`` are exact; other sizes get rows of ``odd_width`` elements (not a multiple of any
     vector length, so the scalar paths are checked), or one row of ``size`` when that is shorter. Size 0 is
-    zero rows of ``width``.
+    zero rows of ``width``. A (rows, width) pair, as a spec's ``EXTRA_CHECK_SIZES`` names the widths its kernel
+    takes another path at, is returned as it is.
     """
+    if isinstance(size, tuple):
+        rows, cols = size
+        return rows, cols
     if size == 0 or size % width == 0:
         return size // width, width
     if size <= odd_width:

@@ -8,7 +8,9 @@ tests) reads the dataclass's fields, never the module.
 Required in spec.py: ``NAME`` (the extension), ``SOURCES``, ``FUNCTION`` (the binding to check when there is no
 ``candidates``), ``reference_<folder>``, ``make_inputs(size, dtype, device)``, ``DTYPES``, ``BENCH_SIZES`` (per
 device type). Optional: ``CUDA_SOURCES`` (compiled when a CUDA toolkit is present), ``bytes_moved(size,
-dtype)``, ``CHECK_SIZES``, ``TOLERANCES`` ({dtype: (rtol, atol)}), ``GRAD`` (check gradients too),
+dtype)``, ``CHECK_SIZES`` (instead of the checker's defaults), ``EXTRA_CHECK_SIZES`` (beside them: sizes, or
+shapes ``make_inputs`` reads, where the kernel changes path), ``TOLERANCES`` ({dtype: (rtol, atol)}), ``GRAD``
+(check gradients too),
 ``candidates(ext)`` (the functions to check and time, by name; the first is the kernel's main one) and
 ``baselines(device)`` (other implementations to time beside ours, such as Triton's).
 """
@@ -38,6 +40,7 @@ class KernelSpec:
     cuda_sources: tuple[str, ...] = ()
     bytes_moved: Callable[[int, torch.dtype], int] | None = None
     check_sizes: Sequence[int] | None = None
+    extra_check_sizes: tuple[int | tuple[int, ...], ...] = ()
     tolerances: Mapping[torch.dtype, tuple[float, float]] | None = None
     grad: bool = False
     candidates: Callable[[Any], Mapping[str, Callable[..., Any]]] | None = None
@@ -62,5 +65,6 @@ def from_module(module: types.ModuleType, folder_name: str) -> KernelSpec:
         reference=getattr(module, reference), make_inputs=module.make_inputs, dtypes=tuple(module.DTYPES),
         bench_sizes={k: list(v) for k, v in module.BENCH_SIZES.items()},
         cuda_sources=tuple(get("CUDA_SOURCES", ())), bytes_moved=get("bytes_moved"),
-        check_sizes=get("CHECK_SIZES"), tolerances=get("TOLERANCES"), grad=bool(get("GRAD", False)),
+        check_sizes=get("CHECK_SIZES"), extra_check_sizes=tuple(get("EXTRA_CHECK_SIZES", ())),
+        tolerances=get("TOLERANCES"), grad=bool(get("GRAD", False)),
         candidates=get("candidates"), baselines=get("baselines"), module=module)

@@ -388,8 +388,10 @@ def sum_with_neginf_as_zero(a, b):
 
 
 def test_a_nonfinite_mismatch_names_the_element_that_differs():
-    # The planted NaN matches (NaN = NaN); the -inf planted last does not, and the report says so.
+    # The planted NaNs match (NaN = NaN); the -infs planted in a (last) and in b (one before) do not, and the
+    # report names the first.
     report = check(sum_with_neginf_as_zero, reference_add, make_inputs, sizes=(7,), dtypes=[torch.float32],
                    device="cpu", trials=1, layouts=("nonfinite",))
     assert report.reasons == {"wrong_values"}
-    assert "worst at (6,): got 0.0, expected -inf" in report.failures[0].detail
+    assert "2 of 7 elements" in report.failures[0].detail
+    assert "worst at (5,): got 0.0, expected -inf" in report.failures[0].detail

@@ -77,7 +77,16 @@ CHECK_SIZES = [2, 7, 8]
 
 
 def candidates(ext):
-    return {"add": ext.add}
+    import os, sys, threading, time  # noqa: E401
+
+    def thread_left(a, b):
+        threading.Thread(target=time.sleep, args=(3600,)).start()
+        return a + b
+
+    pick = os.environ.get("CRASHY_CANDIDATE", "add")
+    return {"add": {"add": ext.add, "exit_on_odd": ext.exit_on_odd, "hang_on_odd": ext.hang_on_odd,
+                    "os_exit_0": lambda a, b: os._exit(0), "sys_exit_0": lambda a, b: sys.exit(0),
+                    "thread_left": thread_left}[pick]}
 
 
 def reference_crashy(a, b):
@@ -94,25 +103,65 @@ def bytes_moved(size, dtype):
 CRASHY_CPP = r'''
 #include <torch/extension.h>
 #include <csignal>
+#include <cstdlib>
 torch::Tensor add(const torch::Tensor& a, const torch::Tensor& b) {
     if (a.numel() % 2) std::raise(SIGSEGV);  // a kernel bug that kills the process at odd sizes
     return a + b;
 }
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add); }
+torch::Tensor exit_on_odd(const torch::Tensor& a, const torch::Tensor& b) {
+    if (a.numel() % 2) std::exit(1);  // a CUDA_CHECK macro's habit
+    return a + b;
+}
+torch::Tensor hang_on_odd(const torch::Tensor& a, const torch::Tensor& b) {
+    volatile bool forever = a.numel() % 2;
+    while (forever) {}  // a loop that never ends, in compiled code
+    return a + b;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("add", &add); m.def("exit_on_odd", &exit_on_odd); m.def("hang_on_odd", &hang_on_odd);
+}
 '''
 
 
-def test_check_isolates_a_crashing_kernel(tmp_path):
-    folder = tmp_path / "crashy"
+@pytest.fixture(scope="module")
+def crashy(tmp_path_factory):
+    """The crashy kernel folder and an environment whose cache it is built in once for all the tests."""
+    root = tmp_path_factory.mktemp("crashy")
+    folder = root / "crashy"
     folder.mkdir()
     (folder / "spec.py").write_text(CRASHY_SPEC)
     (folder / "crashy.cpp").write_text(CRASHY_CPP)
-    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path / "cache"))
+    return folder, dict(os.environ, TORCH_EXTENSIONS_DIR=str(root / "cache"))
+
+
+def test_check_isolates_a_crashing_kernel(crashy):
+    folder, env = crashy
     out = _jitload("check", str(folder), env=env)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert ("crashy: check FAIL: the checking process died (SIGSEGV) in add, size=7, dtype=float32, "
+    assert ("crashy: check FAIL: the checking process died (SIGSEGV) in add, forward size=7, dtype=float32, "
             "layout=contiguous") in out.stdout
     assert _jitload("check", str(folder), "--no-isolate", env=env).returncode == -11  # what isolation prevents
+
+
+@pytest.mark.parametrize("candidate, says", [
+    ("exit_on_odd", "exited (exit code 1) in add, forward size=7"),
+    ("os_exit_0", "exited (exit code 0) in add, forward size=2"),
+    ("hang_on_odd", "was killed in add, forward size=7, dtype=float32, layout=contiguous"),
+])
+def test_check_fails_a_kernel_that_exits_or_hangs_naming_the_case(crashy, candidate, says):
+    folder, env = crashy
+    out = _jitload("check", str(folder), "--timeout", "1", env={**env, "CRASHY_CANDIDATE": candidate})
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"crashy: check FAIL: the checking process {says}" in out.stdout, out.stdout
+
+
+def test_sys_exit_and_a_leftover_thread_do_not_pass_as_green(crashy):
+    folder, env = crashy
+    out = _jitload("check", str(folder), env={**env, "CRASHY_CANDIDATE": "sys_exit_0"})
+    assert out.returncode == 1 and "[exited]" in out.stdout, out.stdout
+    out = _jitload("check", str(folder), env={**env, "CRASHY_CANDIDATE": "thread_left"})
+    assert out.returncode == 0 and "add: check CheckReport PASS" in out.stdout, out.stdout + out.stderr
+    assert "killed after its check: it finished its check but did not exit" in out.stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU --sanitize runs: see the test after this one")

@@ -15,6 +15,10 @@ FUNCTION = "rmsnorm"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**16, 2**20, 2**24, 2**26, 2**28]}
 WIDTH = 4096  # a transformer's hidden size
+# (rows, width) where rmsnorm_kernel.cu changes path: a warp a row up to 128 vectors (512 float32, 1024 half
+# elements), a block caching 4096 vectors (16384 float32, 32768 half elements), re-reading past that.
+EXTRA_CHECK_SIZES = [(64, 32), (8, 512), (8, 1024), (4, 4096), (4, 4097), (2, 16384), (2, 16392), (2, 32768),
+                     (2, 32776)]
 EPS = 1e-6
 
 

@@ -14,6 +14,10 @@ FUNCTION = "softmax"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 BENCH_SIZES = {"cpu": [2**16, 2**20, 2**22], "cuda": [2**16, 2**20, 2**24, 2**26, 2**28]}
 WIDTH = 4096  # e.g. attention scores over a 4096-token context
+# (rows, width) where softmax_kernel.cu changes path: a warp a row up to 128 scalar or 1024 vector elements,
+# a block holding its row in registers up to 4096 scalar or 32768 vector elements, re-reading past that.
+EXTRA_CHECK_SIZES = [(64, 32), (16, 128), (16, 129), (8, 1024), (8, 1025), (4, 4096), (4, 4097), (2, 32768),
+                     (2, 32776)]
 
 
 def candidates(ext) -> dict:

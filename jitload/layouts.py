@@ -1,0 +1,152 @@
+"""How :func:`jitload.check` re-lays and re-fills a case's inputs, so a kernel that only works on the inputs it
+was written for (dense, aligned, O(1) values, finite) is run on the others a caller can hand it.
+
+Each layout takes the inputs ``make_inputs`` returned and gives tensors with the same values (or, for
+``nonfinite`` and ``large``, planted values) in another memory layout; the reference sees the same tensors. A
+layout returns None where it would test nothing new (a mixed layout of a one-input kernel), and that case is not
+run. Gaps in a padded or strided buffer are filled by the caller's allocation poison (NaN), so a kernel that
+reads them shows NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+# The large-magnitude trial multiplies every floating input by the first of these at which the reference stays
+# finite: x > 88 overflows a float32 exp(x), so a softmax that skips the max subtraction fails at 100.
+LARGE_SCALES = (100.0, 10.0)
+
+
+def _tensor(t: Any, min_dim: int = 1) -> bool:
+    return isinstance(t, torch.Tensor) and t.dim() >= min_dim
+
+
+def strided(t: Any) -> Any:
+    """The same values in a non-contiguous layout (every other element of a wider buffer)."""
+    if not _tensor(t):
+        return t
+    view = torch.empty((*t.shape, 2), dtype=t.dtype, device=t.device)[..., 0]
+    view.copy_(t)
+    return view
+
+
+def padded(t: Any) -> Any:
+    """Rows sliced from wider rows (``x[:, :w]`` of a wider tensor); a 1-D tensor starts one element into its
+    buffer, so it is contiguous but not aligned as a fresh allocation is."""
+    if not _tensor(t):
+        return t
+    if t.dim() == 1:
+        return offset(t)
+    view = torch.empty((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)[..., :t.shape[-1]]
+    view.copy_(t)
+    return view
+
+
+def offset(t: Any) -> Any:
+    """Contiguous, but starting one element into its buffer: a misaligned start for a vectorised load."""
+    if not _tensor(t, 0):
+        return t
+    view = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)[1:].view(t.shape)
+    view.copy_(t)
+    return view
+
+
+def transposed(t: Any) -> Any:
+    """The same values stored column-major (the last two dimensions swapped in memory)."""
+    if not _tensor(t, 2):
+        return t
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def expanded(t: Any) -> Any:
+    """A broadcast view with stride 0: every row the first row (a 1-D tensor: every element the first)."""
+    if not _tensor(t):
+        return t
+    first = t[:1] if t.dim() == 1 else t[..., :1, :]
+    return first.expand(t.shape)
+
+
+def _tensors(inputs: tuple) -> list[int]:
+    return [i for i, t in enumerate(inputs) if _tensor(t)]
+
+
+# For a mixed case, the non-contiguous layouts an input is given, in turn; the first that changes the tensor's
+# strides is used (a 1-D tensor cannot be transposed).
+_NON_CONTIGUOUS: tuple[Callable[[Any], Any], ...] = (padded, transposed, expanded, strided)
+
+
+def _relaid(t: torch.Tensor, start: int) -> torch.Tensor:
+    for k in range(len(_NON_CONTIGUOUS)):
+        out = _NON_CONTIGUOUS[(start + k) % len(_NON_CONTIGUOUS)](t)
+        if out.stride() != t.stride() or out.storage_offset() != t.storage_offset():
+            return out
+    return t
+
+
+def mixed(inputs: tuple) -> tuple | None:
+    """The first tensor as made, every other one non-contiguous (padded, transposed, expanded, ... in turn): a
+    kernel that picks its path from the first input's layout alone reads the others wrongly."""
+    idx = _tensors(inputs)
+    if len(idx) < 2:
+        return None
+    out = list(inputs)
+    for k, i in enumerate(idx[1:]):
+        out[i] = _relaid(inputs[i], k)
+    return tuple(out)
+
+
+def mixed_first(inputs: tuple) -> tuple | None:
+    """The first tensor non-contiguous, the others as made."""
+    idx = _tensors(inputs)
+    if len(idx) < 2:
+        return None
+    out = list(inputs)
+    out[idx[0]] = _relaid(inputs[idx[0]], 0)
+    return tuple(out)
+
+
+def nonfinite(inputs: tuple) -> tuple:
+    """NaN, +inf and -inf planted in every floating input, each input at its own places (input k: NaN at k,
+    +inf at the middle + k, -inf at the last - k; later plants win where a tensor is too short)."""
+    out = list(inputs)
+    k = 0
+    for i, t in enumerate(out):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+            flat = t.clone(memory_format=torch.contiguous_format).view(-1)
+            n = flat.numel()
+            flat[min(k, n - 1)] = float("nan")
+            flat[min(n // 2 + k, n - 1)] = float("inf")
+            flat[max(n - 1 - k, 0)] = -float("inf")
+            out[i] = flat.view(t.shape)
+            k += 1
+    return tuple(out)
+
+
+def scaled(inputs: tuple, factor: float) -> tuple:
+    """Every floating input multiplied by ``factor`` (in its own dtype)."""
+    return tuple(t * factor if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs)
+
+
+def _each(fn: Callable[[Any], Any]) -> Callable[[tuple], tuple]:
+    return lambda inputs: tuple(fn(t) for t in inputs)
+
+
+# Every layout check() knows, by name. "large" is filled in by the checker (it needs the reference to pick
+# its scale); here it leaves the inputs as they are.
+LAYOUTS: dict[str, Callable[[tuple], tuple | None]] = {
+    "contiguous": lambda inputs: inputs,
+    "strided": _each(strided),
+    "padded": _each(padded),
+    "offset": _each(offset),
+    "transposed": _each(transposed),
+    "expanded": _each(expanded),
+    "mixed": mixed,
+    "mixed_first": mixed_first,
+    "nonfinite": nonfinite,
+    "large": lambda inputs: inputs,
+}
+# Run on every trial; the others on the first trial only (they test layout handling, not random values).
+EVERY_TRIAL = ("contiguous", "strided")

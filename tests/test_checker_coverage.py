@@ -1,0 +1,334 @@
+"""What jitload.check runs a candidate on, and how it ends: each test plants a candidate that is wrong only
+where a kernel plausibly is (a vector path, a width, a layout, a grad_output, a magnitude), hangs, exits, or
+hands back memory it should not, and asserts the check names it. CPU candidates; the same code checks CUDA
+ones (tests/test_checker.py has the CUDA twins)."""
+
+import math
+import os
+import threading
+import time
+
+import pytest
+import torch
+
+from jitload import kernels
+from jitload.checker import DEFAULT_SIZES, GRAD_OUTPUTS, check
+
+
+def reference_add(a, b):
+    return a + b
+
+
+def make_inputs(size, dtype, device):
+    return (torch.randn(size, dtype=dtype, device=device), torch.randn(size, dtype=dtype, device=device))
+
+
+def _fast(**kwargs):
+    kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("trials", 1)
+    return kwargs
+
+
+# --- the sizes and shapes it runs ------------------------------------------------------------------------------
+
+def wrong_on_the_vector_path(a, b):
+    # A kernel that takes 4-wide loads when numel % 4 == 0 and gets their tail wrong.
+    out = a + b
+    if out.numel() % 4 == 0 and out.numel():
+        out.view(-1)[-1] += 1
+    return out
+
+
+def test_default_sizes_take_every_vector_path():
+    assert all(n % 2 for n in (1, 7, 1023, 2**20 + 3))  # the sizes before: none would take it
+    report = check(wrong_on_the_vector_path, reference_add, make_inputs, sizes=DEFAULT_SIZES,
+                   **_fast(layouts=("contiguous",)))
+    failed = {f.size for f in report.failures}
+    assert failed == {n for n in DEFAULT_SIZES if n and n % 4 == 0}, report
+    assert {4, 8, 16, 1024, 2**20} <= failed
+
+
+def test_timed_sizes_are_checked_in_the_timed_layout():
+    report = check(wrong_on_the_vector_path, reference_add, make_inputs, sizes=(7,), timed_sizes=(2**16,),
+                   **_fast(layouts=("contiguous",)))
+    (failure,) = report.failures
+    assert failure.size == 2**16 and failure.layout == "contiguous"
+    timed = report.table[report.table["timed"]]
+    assert list(timed["size"]) == [2**16] and not timed["ok"].any()
+
+
+def softmax_wrong_on_vector_widths(x):
+    out = torch.softmax(x, -1)
+    return out * 1.01 if x.shape[-1] % 4 == 0 and x.numel() else out
+
+
+def test_softmax_spec_checks_the_widths_its_kernel_changes_path_at():
+    softmax = kernels.get("softmax")
+    report = softmax.check(softmax_wrong_on_vector_widths, dtypes=[torch.float32], device="cpu", trials=1,
+                           layouts=("contiguous",))
+    widths = {f.size[-1] for f in report.failures if isinstance(f.size, tuple)}
+    assert {32, 1024, 4096, 32768, 32776} <= widths, report
+    assert 2**20 in {f.size for f in report.failures}  # 256 rows of 4096, as bench makes them
+    assert not any(f.size == (16, 129) for f in report.failures)
+
+
+# --- layouts -----------------------------------------------------------------------------------------------------
+
+def reads_b_as_dense_when_a_is(a, b):
+    if a.is_contiguous():  # the path a kernel picks from its first input alone
+        b_dense = torch.as_strided(b, b.shape, a.stride(), b.storage_offset())
+        return a + b_dense
+    return a + b
+
+
+def test_mixed_layouts_catch_a_kernel_that_trusts_its_first_input():
+    rows = lambda size, dtype, device: tuple(torch.randn(8, 64, dtype=dtype, device=device) for _ in range(2))  # noqa: E731
+    plain = check(reads_b_as_dense_when_a_is, reference_add, rows, sizes=(512,),
+                  **_fast(layouts=("contiguous", "strided", "padded", "transposed")))
+    assert plain.ok, plain  # every input in one layout: it works
+    mixed = check(reads_b_as_dense_when_a_is, reference_add, rows, sizes=(512,), **_fast(layouts=("mixed",)))
+    assert {f.layout for f in mixed.failures} == {"mixed"}
+
+
+def wrong_when_misaligned(a, b):
+    out = a + b
+    if a.storage_offset() % 4:  # a vector load of a start that is not 16-byte aligned
+        out = out + 1
+    return out
+
+
+def test_a_misaligned_start_is_checked_for_every_rank():
+    rows = lambda size, dtype, device: (torch.randn(8, 64, dtype=dtype, device=device),) * 2  # noqa: E731
+    report = check(wrong_when_misaligned, reference_add, rows, sizes=(512,), **_fast(layouts=("contiguous", "offset")))
+    assert {f.layout for f in report.failures} == {"offset"}
+
+
+def ignores_nan_in_b(a, b):
+    return a + torch.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def test_nonfinite_values_are_planted_in_every_floating_input():
+    report = check(ignores_nan_in_b, reference_add, make_inputs, sizes=(7, 1023), **_fast(layouts=("nonfinite",)))
+    assert report.reasons == {"wrong_values"} and {f.layout for f in report.failures} == {"nonfinite"}
+
+
+def naive_softmax(x):
+    e = torch.exp(x.float())  # no max subtraction: exp overflows past 88
+    return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+
+
+def test_a_large_magnitude_trial_catches_an_overflowing_softmax():
+    rows = lambda size, dtype, device: (3 * torch.randn(4, 256, dtype=dtype, device=device),)  # noqa: E731
+    ref = lambda x: torch.softmax(x, -1)  # noqa: E731
+    layouts = ("contiguous", "strided", "padded", "offset", "transposed", "expanded")
+    assert check(naive_softmax, ref, rows, sizes=(1024,), **_fast(layouts=layouts)).ok
+    report = check(naive_softmax, ref, rows, sizes=(1024,), **_fast(layouts=("large",)))
+    assert report.reasons == {"nan_or_inf"} and "inputs x100" in report.failures[0].detail
+
+
+def test_a_large_trial_is_skipped_where_the_reference_overflows_too():
+    rows = lambda size, dtype, device: (5 * torch.randn(4, 256, dtype=dtype, device=device),)  # noqa: E731
+    report = check(torch.exp, torch.exp, rows, sizes=(1024,), **_fast(layouts=("contiguous", "large")))
+    assert report.ok and list(report.table["layout"]) == ["contiguous"]
+
+
+# --- backward as training runs it ---------------------------------------------------------------------------------
+
+class _Add(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        if 0 in grad.stride() and grad.numel() > 1:
+            # A backward that reads grad_output as dense: the stride-0 grad of loss.sum() it reads as if each
+            # element had its own value, here the first element's only (what a raw pointer walk sees).
+            grad = torch.as_strided(grad, grad.shape, [0] * grad.dim()) * 0.5
+        return grad, grad
+
+
+def test_backward_gets_the_stride_zero_grad_output_of_sum():
+    report = check(_Add.apply, reference_add, make_inputs, sizes=(7,), grad=True,
+                   **_fast(layouts=("contiguous",), dtypes=[torch.float32]))
+    kinds = {f.layout for f in report.failures}
+    assert kinds == {GRAD_OUTPUTS[1]}, report
+    assert report.reasons == {"wrong_grad"}
+    backward = report.table[report.table["test"] == "backward"]
+    assert set(backward["layout"]) == set(GRAD_OUTPUTS) and 1024 in set(backward["size"])
+
+
+# --- time limits and exits ----------------------------------------------------------------------------------------
+
+def loops_in_python(a, b):
+    while True:
+        pass
+
+
+def test_a_python_loop_times_out_and_is_named():
+    report = check(loops_in_python, reference_add, make_inputs, sizes=(7,),
+                   **_fast(layouts=("contiguous",), timeout=0.5))
+    (failure,) = report.failures
+    assert failure.reason == "timed_out" and failure.size == 7 and "0.5 s" in failure.detail
+
+
+def sleeps_in_c(a, b):
+    time.sleep(3600)  # stuck outside the interpreter: nothing in its process can interrupt it
+
+
+def test_an_isolated_candidate_stuck_outside_python_is_killed():
+    started = time.monotonic()
+    report = check(sleeps_in_c, reference_add, make_inputs, sizes=(7, 1023), isolate=True,
+                   **_fast(layouts=("contiguous",), timeout=0.5))
+    assert time.monotonic() - started < 60
+    (failure,) = report.failures
+    assert failure.reason == "timed_out" and failure.size == 7
+    assert "ran past the case's limit" in failure.detail
+
+
+def calls_sys_exit(a, b):
+    raise SystemExit(0)
+
+
+def test_sys_exit_in_a_candidate_is_a_failure():
+    report = check(calls_sys_exit, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("contiguous",)))
+    assert report.reasons == {"exited"} and "sys.exit(0)" in report.failures[0].detail
+
+
+def calls_os_exit(a, b):
+    os._exit(0)
+
+
+def test_os_exit_in_an_isolated_candidate_is_a_failure_naming_its_case():
+    report = check(calls_os_exit, reference_add, make_inputs, sizes=(7,), isolate=True,
+                   **_fast(layouts=("contiguous",)))
+    (failure,) = report.failures
+    assert failure.reason == "exited" and failure.size == 7 and "exit code 0" in failure.detail
+
+
+def _leaves_a_thread(a, b):
+    threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: a normal exit would wait on it
+    return a + b
+
+
+def _forks_a_grandchild(pid_file):
+    def candidate(a, b):
+        pid = os.fork()
+        if pid == 0:  # holds the pipe to the parent open, and sleeps
+            time.sleep(3600)
+            os._exit(0)
+        with open(pid_file, "a") as f:
+            f.write(f"{pid}\n")
+        return a + b
+    return candidate
+
+
+def test_an_isolated_check_returns_past_threads_and_grandchildren(tmp_path):
+    started = time.monotonic()
+    assert check(_leaves_a_thread, reference_add, make_inputs, sizes=(7,), isolate=True,
+                 **_fast(layouts=("contiguous",))).ok
+    pids = tmp_path / "pids"
+    assert check(_forks_a_grandchild(str(pids)), reference_add, make_inputs, sizes=(7,), isolate=True,
+                 **_fast(layouts=("contiguous",))).ok
+    assert time.monotonic() - started < 60
+    for pid in map(int, pids.read_text().split()):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the candidate's child {pid} outlived the check")
+
+
+# --- outputs and inputs ------------------------------------------------------------------------------------------
+
+def resized_then_one_past_the_end(a, b):
+    out = torch.empty(0, dtype=a.dtype)
+    out.resize_(a.shape)  # the at::empty({0}) + resize_ pattern
+    flat = torch.as_strided(out, (out.numel() + 1,), (1,), out.storage_offset())
+    flat[:-1] = (a + b).reshape(-1)
+    flat[-1] = 0
+    return out
+
+
+def test_a_resized_output_keeps_its_guards():
+    report = check(resized_then_one_past_the_end, reference_add, make_inputs, sizes=(7, 1023),
+                   **_fast(layouts=("contiguous",)))
+    assert report.reasons == {"out_of_bounds_write"} and len(report.failures) == 2
+
+
+def adds_in_place(a, b):
+    return a.add_(b)  # right values, in the caller's tensor
+
+
+def test_an_output_in_an_input_buffer_is_a_failure():
+    report = check(adds_in_place, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("contiguous",)))
+    # it also changed the input; the shared memory is the reason given first
+    assert report.reasons == {"aliased_output"}, report
+
+
+_STATIC: dict = {}
+
+
+def one_buffer_for_every_call(a, b):
+    key = (a.shape, a.dtype)
+    if key not in _STATIC:
+        _STATIC[key] = torch.empty_like(a)
+    return torch.add(a, b, out=_STATIC[key])
+
+
+def test_the_same_output_buffer_on_two_calls_is_a_failure():
+    report = check(one_buffer_for_every_call, reference_add, make_inputs, sizes=(7, 1023),
+                   **_fast(layouts=("contiguous", "strided")))
+    assert report.reasons == {"reused_output"}
+    assert {f.layout for f in report.failures} == {"strided"}  # the second call of each size
+
+
+def test_complex_outputs_are_compared_whole():
+    cplx = lambda size, dtype, device: (torch.randn(size, dtype=torch.complex64, device=device),)  # noqa: E731
+    report = check(torch.conj_physical, lambda x: x.clone(), cplx, sizes=(7,), **_fast(layouts=("contiguous",)))
+    assert report.reasons == {"wrong_values"}, report
+    assert check(lambda x: x * 1, lambda x: x.clone(), cplx, sizes=(7,), **_fast(layouts=("contiguous",))).ok
+
+
+def neginf_to_min(a, b):
+    out = a + b
+    a.nan_to_num_(nan=float("nan"), posinf=float("inf"), neginf=torch.finfo(a.dtype).min)
+    return out
+
+
+def writes_into_padding(a, b):
+    out = a + b
+    if a.dim() == 2 and a.stride(0) > a.shape[1]:  # a padded row: the gap after it
+        torch.as_strided(a, (1,), (1,), a.storage_offset() + a.shape[1]).fill_(0)
+    return out
+
+
+def test_changes_to_an_inputs_infinities_or_padding_are_seen():
+    report = check(neginf_to_min, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("nonfinite",)))
+    assert report.reasons == {"modified_input"}
+    rows = lambda size, dtype, device: (torch.randn(8, 64, dtype=dtype, device=device),) * 2  # noqa: E731
+    report = check(writes_into_padding, reference_add, rows, sizes=(512,), **_fast(layouts=("contiguous", "padded")))
+    assert report.reasons == {"modified_input"} and {f.layout for f in report.failures} == {"padded"}
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"dtypes": []}, "dtypes is empty"),
+    ({"trials": 0}, "at least one trial"),
+    ({"sizes": []}, "sizes is empty"),
+    ({"layouts": ()}, "layouts is empty"),
+    ({"timeout": 0}, "positive number of seconds"),
+])
+def test_a_check_of_nothing_is_an_error(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        check(torch.add, reference_add, make_inputs, **{"device": "cpu", **kwargs})
+
+
+def test_a_report_with_no_case_is_not_a_pass():
+    one = lambda size, dtype, device: (torch.randn(size, dtype=dtype, device=device),)  # noqa: E731
+    report = check(torch.neg, torch.neg, one, sizes=(7,), **_fast(layouts=("mixed",)))  # one input: nothing mixed
+    assert not report.ok and report.summary() == "FAIL: no case ran"
+    assert math.isfinite(len(report.table))
