@@ -104,8 +104,10 @@ def ccache_dir() -> str:
     """ccache's cache for jitload's builds: ``$JITLOAD_CCACHE_DIR``, else ``ccache/`` beside the build cache
     (``~/.cache/torch_extensions/jitload/ccache``). Created 0700 and refused if another user could write it:
     whoever can plant an object there decides what the next build links."""
-    return trust.private_dir(os.environ.get("JITLOAD_CCACHE_DIR")
-                             or os.path.join(toolchain.cache_base(), "jitload", "ccache"))
+    chosen = os.environ.get("JITLOAD_CCACHE_DIR")
+    if chosen:
+        return trust.private_dir(chosen, setting="JITLOAD_CCACHE_DIR")
+    return trust.private_dir(os.path.join(toolchain.cache_base(), "jitload", "ccache"))
 
 
 def ccache_env(base: dict[str, str] | None = None) -> dict[str, str]:

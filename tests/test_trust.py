@@ -6,6 +6,7 @@ tests need root for that, as CI has.
 
 import os
 import pwd
+import stat
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import pytest
 from extensions import PYBIND_BINDING, make_extension
 
 import jitload
-from jitload import toolchain, trust
+from jitload import build, toolchain, trust
 
 try:
     NOBODY = pwd.getpwnam("nobody")
@@ -80,14 +81,63 @@ def test_a_library_replaced_by_another_user_is_not_loaded(cache, sources):
     ext = jitload.load("swapped_so", sources)
     assert ext.value() == 11
     library = ext.module.__file__
-    os.chmod(os.path.dirname(library), 0o777)  # a folder others could write ...
-    _as_nobody(library)  # ... where another user left their own library under the expected name
+    _as_nobody(library)  # another user left their own library under the expected name
     code = f"import jitload; jitload.load('swapped_so', {sources!r})"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, TORCH_EXTENSIONS_DIR=os.environ["TORCH_EXTENSIONS_DIR"]))
     assert done.returncode != 0
     assert "UnsafePathError" in done.stderr and "another user owns it" in done.stderr
-    assert (os.stat(os.path.dirname(library)).st_mode & 0o022) == 0  # closed to others on the way
+
+
+def test_a_build_folder_others_can_write_is_refused_as_it_is(cache, sources):
+    ext = jitload.load("opened_build", sources)
+    folder = ext.build_directory
+    os.chmod(folder, 0o777)  # others could replace the library the next process imports
+    code = f"import jitload; jitload.load('opened_build', {sources!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode != 0 and "every user can write it" in done.stderr
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777  # refused, not changed
+
+
+@pytest.mark.parametrize("mode", [0o1777, 0o2775])
+def test_a_shared_cache_base_is_refused_unchanged(tmp_path, monkeypatch, sources, mode):
+    # This user's own folder, shared on purpose: a sticky scratch (1777) or a group folder (2775). Closing it
+    # would lock its other users out, so it is refused as it is.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chown(shared, -1, NOBODY.pw_gid)  # a group this user does not own alone
+    os.chmod(shared, mode)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(shared))
+    with pytest.raises(trust.UnsafePathError, match="can write it") as err:
+        jitload.load("shared_base", sources)
+    assert "TORCH_EXTENSIONS_DIR" in str(err.value) and "chmod go-w" in str(err.value)
+    assert stat.S_IMODE(os.stat(shared).st_mode) == mode and os.listdir(shared) == []
+
+
+@pytest.mark.parametrize("foreign", [False, True])
+def test_a_shared_ccache_folder_is_refused_unchanged_naming_its_setting(tmp_path, monkeypatch, foreign):
+    shared = tmp_path / "ccache"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    if foreign:
+        _as_nobody(shared)
+    monkeypatch.setenv("JITLOAD_CCACHE_DIR", str(shared))
+    with pytest.raises(trust.UnsafePathError, match="another user owns it" if foreign else "every user") as err:
+        build.ccache_dir()
+    assert "JITLOAD_CCACHE_DIR" in str(err.value) and "TORCH_EXTENSIONS_DIR" not in str(err.value)
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
+
+
+def test_a_folder_of_this_users_own_group_may_be_group_writable(tmp_path, monkeypatch, sources):
+    # A umask of 002 with per-user groups makes torch's own cache base 775: nobody else is in that group.
+    base = tmp_path / "base"
+    base.mkdir()
+    os.chown(base, -1, os.getegid())
+    os.chmod(base, 0o775)
+    if not trust._private_group(os.getegid()):
+        pytest.skip("this user's primary group has other members")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
+    assert trust.private_dir(str(base / "jitload")) and stat.S_IMODE(os.stat(base).st_mode) == 0o775
 
 
 def test_folders_are_created_private(cache, sources):
