@@ -401,6 +401,26 @@ def user_dependencies(build_directory: str, objects: list[str]) -> list[str]:
     return list(deps)
 
 
+def delete_objects_built_from(build_directory: str, paths: list[str]) -> list[str]:
+    """Delete the objects whose recorded dependencies (ninja's depfile record) include any of ``paths``, so that
+    ninja compiles them again whatever the files' mtimes say; returns them."""
+    if not paths:
+        return []
+    wanted = {os.path.normpath(p) for p in paths}
+    out = subprocess.run([ninja_binary(), "-t", "deps"], cwd=build_directory, capture_output=True, text=True,
+                         errors="replace").stdout
+    deleted, current = [], None
+    for line in out.splitlines():
+        if line and not line[0].isspace():
+            current = line.split(": #deps", 1)[0] if ": #deps" in line else None
+        elif current and line.strip() and os.path.normpath(os.path.join(build_directory, line.strip())) in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(build_directory, current))
+                deleted.append(current)
+            current = None
+    return deleted
+
+
 def prune_libraries(build_directory: str, name: str, keep: str) -> None:
     pattern = re.compile(rf"^{re.escape(name)}_[0-9a-f]{{12}}\.so$")
     libs = sorted((e for e in os.scandir(build_directory) if pattern.match(e.name) and e.name != keep),

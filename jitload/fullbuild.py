@@ -90,7 +90,7 @@ def texts_as_built(files: fingerprint.Record) -> dict[str, str]:
                 data = f.read()
         except OSError:
             continue
-        if len(entry) == 3 and fingerprint.digest_of(data) == entry[2]:
+        if len(entry) >= 3 and fingerprint.digest_of(data) == entry[2]:
             texts[path] = data.decode(errors="replace")
     return texts
 
@@ -123,6 +123,9 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
         started_ns = time.time_ns()
         before = fingerprint.take((*spec.sources, *state.files))
         objects = build.write_ninja_file(**spec.torch_args())
+        # ninja goes by mtimes: a file whose bytes changed under an mtime that did not move past its objects'
+        # (a copy that keeps it) would not be recompiled. Its objects are deleted, so they are.
+        build.delete_objects_built_from(directory, fingerprint.changed(state.files))
         # The macro snapshots a kernel swap reads edits by (jitload.ppview): taken beside the compile, from
         # the texts as they are now (a save during the build makes the next edit a full build anyway).
         cuda_texts = {src: t for src in spec.sources if src.endswith(".cu") and (t := read_text(src)) is not None}
@@ -168,7 +171,7 @@ def describe(spec: BuildSpec, key: str, tag: str, objects: list[str], before: fi
     paths = list(dict.fromkeys([*spec.sources, *build.user_dependencies(directory, objects)]))
     # A file saved while the build ran (even back to the bytes fingerprinted before it): what was compiled is
     # unknown, so it must look changed next time (at worst a ninja run that finds nothing to do).
-    files = {p: fingerprint.unknown() if entry[0] >= started_ns else before.get(p) or entry
+    files = {p: fingerprint.unknown() if fingerprint.written_since(entry, started_ns) else before.get(p) or entry
              for p, entry in fingerprint.take(paths).items()}
     # Texts only where the bytes read now are the ones fingerprinted (for a file known before the build, the
     # ones compiled): a file saved during the build gets no text and no host view, so its next edit rebuilds

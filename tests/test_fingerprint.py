@@ -1,6 +1,7 @@
 """Content fingerprints: a save during a build is never taken for done, and identical bytes are no change."""
 
 import os
+import textwrap
 
 from extensions import HEADER, KERNEL, PYBIND_BINDING, make_extension, write
 
@@ -62,3 +63,43 @@ def test_a_header_saved_during_the_build_gets_no_host_view(tmp_path, monkeypatch
     ext.reload()
     assert ext.info.status == "built" and ext.value() == 15
     assert ext._state.hosts[header] is not None
+
+
+def keep_times(path: str, text: str) -> None:
+    """Replace ``path``'s bytes and put its times back, as ``cp -p``, ``rsync -a`` or ``tar`` do."""
+    st = os.stat(path)
+    with open(path, "w") as f:
+        f.write(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_copy_that_keeps_mtime_and_size_is_a_change(tmp_path):
+    path = str(tmp_path / "k.h")
+    with open(path, "w") as f:
+        f.write("#define OFFSET 1\n")
+    record = fingerprint.take([path])
+    keep_times(path, "#define OFFSET 5\n")  # the same size and mtime: only the ctime moved
+    assert fingerprint.changed(record) == [path]
+
+
+def test_a_header_replaced_during_the_first_build_keeping_its_mtime_is_rebuilt(tmp_path, monkeypatch):
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10, offset=1)
+    header = str(tmp_path / "src" / "kernel.h")
+    real = build.run_ninja
+    replaced = []
+
+    def run_ninja(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if not replaced and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
+            keep_times(header, textwrap.dedent(HEADER.format(offset=5)).lstrip())  # compiled with OFFSET 1
+            replaced.append(True)
+            monkeypatch.setattr(build, "run_ninja", real)
+        return result
+
+    monkeypatch.setattr(build, "run_ninja", run_ninja)
+    ext = jitload.load("copied_header", sources, build_directory=str(tmp_path / "build"))
+    assert replaced and ext.value() == 11
+    ext.reload()
+    assert ext.info.status == "built" and ext.value() == 15  # never "unchanged" with the old code
+    ext.reload()
+    assert ext.info.status == "unchanged"
