@@ -55,7 +55,11 @@ LOG_FILE = "build.log"
 KEEP_LIBRARIES = 6  # older NAME_<tag>.so files are deleted; a process that loaded one keeps its mapping
 LINK_PREFIX = "link-"  # a link's output until it is complete: link-<tag>-<pid>.tmp
 
-_EDGE = re.compile(r"^build\s+(?P<outs>.+?):\s*(?P<rule>\S+)\s+(?P<ins>.*)$")
+TAG_LENGTH = 12  # hex digits of a library's tag (library_tag)
+# An extension's module is NAME_<tag>, and CPython finds its init function by at most 200 characters of that
+# name ("PyInit_%.200s", Python/dynload_shlib.c): a longer one links and then fails to import. That is also
+# within the 255 bytes of a file name that NAME_<tag>.so, the longest jitload makes from a name, must fit.
+MAX_NAME_LENGTH = min(200, 255 - len(".so")) - len("_") - TAG_LENGTH
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,8 @@ def write_ninja_file(
     ldflags = _torch_call(ce._prepare_ldflags, extra_ldflags=list(extra_ldflags), with_cuda=with_cuda,
                           with_sycl=False, verbose=False, is_standalone=False)
     path = os.path.join(build_directory, NINJA_FILE)
+    # torch escapes spaces in source paths but not "$" (a ninja variable) or ":" (the end of an edge's outputs).
+    sources = [s.replace("$", "$$").replace(":", "$:") for s in sources]
     _torch_call(ce._write_ninja_file_to_build_library, path=path, name=name, sources=sources,
                 extra_cflags=list(extra_cflags), extra_cuda_cflags=list(extra_cuda_cflags),
                 extra_sycl_cflags=[], extra_ldflags=ldflags, extra_include_paths=list(extra_include_paths),
@@ -168,34 +174,53 @@ def write_ninja_file(
     return object_targets(path)
 
 
-def object_targets(ninja_path: str) -> list[str]:
-    """Every output of the ninja file except the final library (compile and device-link edges)."""
-    targets = []
+def ninja_escape(path: str) -> str:
+    """``path`` as a ninja file writes a path: ``$``, space and ``:`` escaped."""
+    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def _edges(ninja_path: str) -> Iterator[tuple[list[str], str, list[str]]]:
+    """Each build edge of a ninja file as (outputs, rule, inputs), the paths unescaped."""
     with open(ninja_path) as f:
         for line in f:
-            match = _EDGE.match(line.strip())
-            if match and match["rule"] != "link":
-                targets.extend(match["outs"].split())
-    return targets
+            if not line.startswith("build "):
+                continue
+            words, word, escaped = [], "", False
+            for c in line[len("build "):].rstrip("\n"):
+                if escaped:
+                    word, escaped = word + c, False
+                elif c == "$":
+                    escaped = True
+                elif c in " :":
+                    if word:
+                        words.append(word)
+                    word = ""
+                    if c == ":":
+                        words.append(":")
+                else:
+                    word += c
+            if word:
+                words.append(word)
+            if ":" in words and len(words) > words.index(":") + 1:
+                colon = words.index(":")
+                yield words[:colon], words[colon + 1], words[colon + 2:]
+
+
+def object_targets(ninja_path: str) -> list[str]:
+    """Every output of the ninja file except the final library (compile and device-link edges)."""
+    return [out for outs, rule, _ in _edges(ninja_path) if rule != "link" for out in outs]
 
 
 def source_objects(build_directory: str) -> list[str]:
     """The object each source compiles to, in the order of the sources (torch writes one edge a source)."""
-    objects = []
-    with open(os.path.join(build_directory, NINJA_FILE)) as f:
-        for line in f:
-            match = _EDGE.match(line.strip())
-            if match and match["rule"] in ("compile", "cuda_compile"):
-                objects.append(match["outs"].split()[0])
-    return objects
+    return [outs[0] for outs, rule, _ in _edges(os.path.join(build_directory, NINJA_FILE))
+            if rule in ("compile", "cuda_compile")]
 
 
 def link_inputs(ninja_path: str) -> list[str]:
-    with open(ninja_path) as f:
-        for line in f:
-            match = _EDGE.match(line.strip())
-            if match and match["rule"] == "link":
-                return match["ins"].split()
+    for _, rule, ins in _edges(ninja_path):
+        if rule == "link":
+            return ins
     raise RuntimeError(f"{ninja_path} has no link edge")
 
 
@@ -285,7 +310,7 @@ def run_ninja(build_directory: str, targets: list[str], *, ninja_file: str = NIN
 
 def library_tag(build_directory: str, objects: list[str]) -> str:
     """A hash of the objects' bytes and the link line (flags and compiler): same code, same tag."""
-    digest = hashlib.blake2b(digest_size=6)
+    digest = hashlib.blake2b(digest_size=TAG_LENGTH // 2)
     with open(os.path.join(build_directory, NINJA_FILE), "rb") as f:
         ninja_text = f.read()
     for variable in (rb"ldflags", rb"cxx"):  # the link line: its flags and the compiler that runs it
@@ -310,7 +335,7 @@ def link_library(build_directory: str, name: str, tag: str, *, verbose: bool = F
     module = f"{name}_{tag}"
     partial = f"{LINK_PREFIX}{tag}-{os.getpid()}.tmp"  # no NAME in it: see MAX_NAME_LENGTH
     ninja_path = os.path.join(build_directory, NINJA_FILE)
-    inputs = " ".join(link_inputs(ninja_path))
+    inputs = " ".join(ninja_escape(p) for p in link_inputs(ninja_path))
     # The variables and rules of build.ninja without its build edges: the objects are plain inputs here, so
     # a source saved since the compile step cannot be recompiled into a library named after the old objects.
     text = (

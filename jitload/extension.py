@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import itertools
 import os
+import stat
 import sys
 import threading
 import time
@@ -505,6 +506,30 @@ def _check_name(name: str) -> None:
     if not (name.isidentifier() and name.isascii()):
         raise ValueError(f"extension name {name!r} must be an ASCII Python identifier (it names the module and "
                          "its init symbol)")
+    if len(name) > build.MAX_NAME_LENGTH:
+        raise ValueError(f"extension name {name[:20]}... is {len(name)} characters long; the limit is "
+                         f"{build.MAX_NAME_LENGTH}, so that Python finds the init function of its module, NAME_<tag> "
+                         "(it reads 200 characters of a module's name)")
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_sources(sources: list[str]) -> None:
+    """Each source a regular file whose path a ninja file can hold, checked before anything is built."""
+    for src in sources:
+        if "\n" in src or "\r" in src:
+            raise ValueError(f"source path {src!r} holds a line break, which no ninja build file can: rename it")
+    missing = [s for s in sources if not os.path.exists(s)]
+    if missing:
+        raise FileNotFoundError(f"source file(s) not found: {', '.join(missing)}")
+    for src in sources:
+        mode = os.stat(src).st_mode
+        kind = next((what for test, what in _FILE_KINDS if test(mode)), "a special file")
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"source {src} is {kind}, not a regular file: jitload reads, hashes and compiles "
+                             "each source, so each must be a file")
 
 
 def _handle(spec: BuildSpec, verbose: bool) -> Extension:
@@ -534,9 +559,7 @@ def _spec(name: str, sources: str | Sequence[str], *, extra_cflags: Sequence[str
     source_list = [os.path.abspath(s) for s in _as_list(sources)]
     if not source_list:
         raise ValueError("load() needs at least one source file")
-    missing = [s for s in source_list if not os.path.isfile(s)]
-    if missing:
-        raise FileNotFoundError(f"source file(s) not found: {', '.join(missing)}")
+    _check_sources(source_list)
     if with_cuda is None:
         with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in source_list)
     directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)

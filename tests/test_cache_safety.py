@@ -93,3 +93,58 @@ def test_a_linked_library_is_closed_to_others_and_no_partial_file_stays(tmp_path
     assert ext.value() == 11
     assert not os.stat(ext.module.__file__).st_mode & 0o022
     assert not [f for f in os.listdir(bdir) if f.startswith(build.LINK_PREFIX)]
+
+
+@pytest.mark.parametrize("length", [build.MAX_NAME_LENGTH + 1, 245, 300])
+def test_a_name_too_long_for_its_library_file_is_refused_before_the_build(tmp_path, length):
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
+    bdir = tmp_path / "build"
+    with pytest.raises(ValueError, match=f"is {length} characters long; the limit is {build.MAX_NAME_LENGTH}"):
+        jitload.load("n" * length, sources, build_directory=str(bdir))
+    assert not bdir.exists()
+
+
+def test_the_longest_name_builds(tmp_path):
+    # The limit is the real one: the module of a name at the limit, NAME_<tag>, is the 200 characters of a
+    # module name that CPython reads to find its init function.
+    sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
+    ext = jitload.load("n" * build.MAX_NAME_LENGTH, sources, build_directory=str(tmp_path / "build"))
+    assert ext.value() == 11 and len(ext.module.__name__) == 200
+
+
+def test_a_dollar_and_a_colon_in_source_paths_build(tmp_path):
+    folder = tmp_path / "src$HOME:x"
+    binding, kernel = make_extension(folder, binding=PYBIND_BINDING)
+    renamed = str(folder / "ker$nel:1.cpp")
+    os.rename(kernel, renamed)
+    ext = jitload.load("dollar_paths", [binding, renamed], build_directory=str(tmp_path / "build"))
+    assert ext.value() == 11
+    assert renamed in ext.files() and str(folder / "kernel.h") in ext.files()
+    ext.reload()
+    assert ext.info.status == "unchanged"
+
+
+def test_a_line_break_in_a_source_path_is_refused_before_the_build(tmp_path):
+    binding, kernel = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
+    renamed = str(tmp_path / "src" / "ker\nnel.cpp")
+    os.rename(kernel, renamed)
+    with pytest.raises(ValueError, match="holds a line break"):
+        jitload.load("newline_path", [binding, renamed], build_directory=str(tmp_path / "build"))
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder"])
+def test_a_source_that_is_no_regular_file_is_refused_by_what_it_is(tmp_path, kind):
+    binding, _ = make_extension(tmp_path / "src", binding=PYBIND_BINDING)
+    if kind == "fifo":
+        odd = str(tmp_path / "pipe.cpp")
+        os.mkfifo(odd)
+    elif kind == "folder":
+        odd = str(tmp_path / "folder.cpp")
+        os.mkdir(odd)
+    else:
+        odd = "/dev/zero"
+    what = {"fifo": "a FIFO", "dev_zero": "a character device", "folder": "a folder"}[kind]
+    with pytest.raises(ValueError, match=f"is {what}.*not a regular file"):
+        jitload.load("odd_source", [binding, odd], build_directory=str(tmp_path / "build"))
+    assert not (tmp_path / "build").exists()
