@@ -65,12 +65,14 @@ class Kernel:
         return torch.device(device) if device is not None else toolchain.default_device()
 
     def check(self, fn: Callable[..., Any], *, device: str | torch.device | None = None,
-              dtypes: Sequence[torch.dtype] | None = None, grad: bool | None = None, **kwargs: Any) -> CheckReport:
+              dtypes: Sequence[torch.dtype] | None = None, grad: bool | None = None,
+              sizes: Sequence[Any] | None = None, **kwargs: Any) -> CheckReport:
         """:func:`jitload.check` of ``fn`` against the reference, with the spec's inputs, sizes (its
-        ``CHECK_SIZES``, else the defaults and its ``EXTRA_CHECK_SIZES``), dtypes, tolerances and gradient check
-        (``grad=False`` skips it, for a baseline that has no backward)."""
+        ``CHECK_SIZES``, else the defaults and its ``EXTRA_CHECK_SIZES``; ``sizes=[]`` with ``timed_sizes`` checks
+        just those), dtypes, tolerances and gradient check (``grad=False`` skips it, for a baseline that has no
+        backward)."""
         runs_on = self.device_for(device)
-        sizes = self.spec.check_sizes
+        sizes = sizes if sizes is not None else self.spec.check_sizes
         if sizes is None:
             sizes = [*default_sizes(runs_on), *self.spec.extra_check_sizes]
         return check(fn, self.spec.reference, self.spec.make_inputs, sizes=sizes,

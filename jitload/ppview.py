@@ -30,6 +30,7 @@ is :class:`Unknown`, and the caller builds in full.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -206,17 +207,26 @@ def capture(build_directory: str, source: str, text: str) -> str | None:
     for key, result in done.items():
         if result.returncode != 0:
             return f"preprocessing its includes failed ({key[0]}): {result.stderr.strip()[:300]}"
+    with contextlib.suppress(FileNotFoundError):  # an older snapshot must not be read with the new headers
+        os.remove(os.path.join(folder, f"{stem}.json"))
     for mode in ("host", "device"):
         base, state = _defines(done[mode, "base"].stdout), _defines(done[mode, "prefix"].stdout)
         lines_out = [f"#undef {name.split('(')[0]}\n#define {head}" for name, head in state.items()
                      if base.get(name) != head]
-        with open(os.path.join(folder, f"{stem}.{mode}.h"), "w") as f:
-            f.write("\n".join(lines_out) + "\n")
+        _write_whole(os.path.join(folder, f"{stem}.{mode}.h"), "\n".join(lines_out) + "\n")
     meta = {"prefix": prefix, "lines": lines, "host": commands["host"], "device": commands["device"],
             "user_dirs": user_dirs}
-    with open(os.path.join(folder, f"{stem}.json"), "w") as f:
-        json.dump(meta, f)
+    # The JSON last: a snapshot is read only through it, so a kill before it leaves no half of one in use.
+    _write_whole(os.path.join(folder, f"{stem}.json"), json.dumps(meta))
     return None
+
+
+def _write_whole(path: str, text: str) -> None:
+    """Write to a temporary name and rename, so a reader sees the old file or the new one, never a part."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _meta(build_directory: str, source: str) -> tuple[dict, str] | None:

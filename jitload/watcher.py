@@ -73,9 +73,19 @@ class Watcher:
     def _bench(self, fn: Callable[..., Any]) -> None:
         spec = self.kernel.spec
         device = self.kernel.device_for()
-        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=spec.bench_sizes[device.type][-2:],
-                       dtypes=spec.dtypes[:1], bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference,
-                       target_ms=20, progress=False)
+        sizes, dtypes = list(spec.bench_sizes[device.type][-2:]), list(spec.dtypes[:1])
+        # What is timed is checked first, in the layout bench makes: a fast wrong kernel is not timed.
+        report = self.kernel.check(fn, grad=False, trials=1, sizes=[], timed_sizes=sizes, dtypes=dtypes)
+        style = "green" if report.ok else "red"
+        self.console.print(f"  check of the timed sizes {', '.join(map(str, sizes))}: [{style}]{report.summary()}[/]")
+        if not report.ok:
+            for failure in report.failures[:3]:
+                self.console.print(f"    {failure}", markup=False)
+            self.console.print("  not timed, since the timed sizes failed their check", style="red")
+            return
+        result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=sizes, dtypes=dtypes,
+                       bytes_moved=spec.bytes_moved, device=device, eager=self.kernel.reference, target_ms=20,
+                       progress=False)
         table = Table(title=f"bench on {result.device_name}", title_justify="left")
         columns = [c for c in ("name", "size", "dtype", "median_ms", "GB/s", "% of peak", result.speedup_column)
                    if c in result.table]

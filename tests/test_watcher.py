@@ -108,6 +108,12 @@ def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
         out.wait_for(r"check: PASS")
         out.wait_for(r"watching")
 
+        write(kernel, KERNEL.format(factor="(n == 4096 ? 3 : 2)"))  # wrong only at a size bench times
+        out.wait_for(r"check: PASS")
+        out.wait_for(r"check of the timed sizes 1024, 4096: FAIL")
+        out.wait_for(r"not timed, since the timed sizes failed")
+        out.wait_for(r"watching")
+
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
         out.wait_for(r"stopped", timeout=5)
