@@ -332,3 +332,72 @@ def test_a_report_with_no_case_is_not_a_pass():
     report = check(torch.neg, torch.neg, one, sizes=(7,), **_fast(layouts=("mixed",)))  # one input: nothing mixed
     assert not report.ok and report.summary() == "FAIL: no case ran"
     assert math.isfinite(len(report.table))
+
+
+# --- the CUDA twins: a real vectorised kernel, wrong only on its vector path ----------------------------------------
+
+VECTOR_BUG_CU = r"""
+#include <torch/extension.h>
+// float4 loads when the size is a multiple of 4 and every pointer is 16-byte aligned; the vector path's grid
+// forgets its last vector, so the last 4 elements are never written. The scalar path is right.
+__global__ void add_vec(const float4* a, const float4* b, float4* out, int64_t vectors) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < vectors - 1) {
+        const float4 x = a[i], y = b[i];
+        out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+    }
+}
+__global__ void add_scalar(const float* a, const float* b, float* out, int64_t n) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+torch::Tensor add(const torch::Tensor& a_, const torch::Tensor& b_) {
+    auto a = a_.contiguous(), b = b_.contiguous();
+    auto out = torch::empty_like(a);
+    const int64_t n = a.numel();
+    if (n == 0) return out;
+    const bool aligned = (reinterpret_cast<uintptr_t>(a.data_ptr()) | reinterpret_cast<uintptr_t>(b.data_ptr()) |
+                          reinterpret_cast<uintptr_t>(out.data_ptr())) % 16 == 0;
+    if (n % 4 == 0 && aligned) {
+        const int64_t v = n / 4;
+        add_vec<<<(v + 255) / 256, 256>>>((const float4*)a.data_ptr<float>(), (const float4*)b.data_ptr<float>(),
+                                          (float4*)out.data_ptr<float>(), v);
+    } else {
+        add_scalar<<<(n + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), n);
+    }
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add); }
+"""
+
+
+@pytest.fixture(scope="module")
+def vector_bug(tmp_path_factory):
+    from extensions import write
+
+    import jitload
+
+    folder = tmp_path_factory.mktemp("vector_bug")
+    return jitload.load("vector_bug", [write(folder / "vector_bug.cu", VECTOR_BUG_CU)],
+                        build_directory=str(folder / "b"))
+
+
+@pytest.mark.cuda
+def test_a_cuda_kernel_wrong_on_its_vector_path_fails_at_the_vector_sizes(vector_bug):
+    report = check(vector_bug.add, reference_add, make_inputs, device="cuda", trials=1,
+                   layouts=("contiguous", "strided", "offset"))
+    failed = {(f.size, f.layout) for f in report.failures}
+    # contiguous inputs at every multiple of 4 take the vector path; strided ones are copied, so they do too;
+    # a start one element into its buffer is misaligned and takes the scalar path, which is right
+    vector_sizes = {n for n in DEFAULT_SIZES if n and n % 4 == 0}
+    assert {size for size, _ in failed} == vector_sizes, report
+    assert {layout for _, layout in failed} == {"contiguous", "strided"}
+    assert report.reasons == {"unwritten_output"}
+
+
+@pytest.mark.cuda
+def test_a_cuda_kernel_wrong_only_at_a_timed_size_is_caught_before_timing(vector_bug):
+    report = check(vector_bug.add, reference_add, make_inputs, device="cuda", trials=1, sizes=(7, 1023),
+                   timed_sizes=(2**24,), layouts=("contiguous",))
+    (failure,) = report.failures
+    assert failure.size == 2**24 and bool(report.table.loc[report.table["size"] == 2**24, "timed"].all())
