@@ -11,6 +11,7 @@ failure names its reason and its seed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import math
 import time
@@ -416,7 +417,7 @@ def check(
     non-contiguous layout; the first trial also runs them, at every size but the largest, padded, one element
     into their buffers (misaligned), transposed in memory, expanded (stride 0), mixed (one input contiguous, the
     others not, and the reverse), with NaN, +inf and -inf planted in every floating input, and scaled up where
-    the reference stays finite (``layouts`` picks among :data:`jitload.layouts.LAYOUTS`). ``timed_sizes`` adds
+    the reference stays finite (the tolerance scaled alike; ``layouts`` picks among :data:`jitload.layouts.LAYOUTS`). ``timed_sizes`` adds
     cases in make_inputs' own layout (what ``jitload bench`` times).
 
     A failure names its reason (:data:`REASONS`), case and seed. ``guards`` places every tensor the candidate
@@ -530,9 +531,9 @@ class _Runner:
             return "; the CUDA context is lost, so the cases after it did not run"
 
     # --- forward ---------------------------------------------------------------------------------------------
-    def _prepare(self, case: _Case) -> tuple[tuple, Any, float, str] | Failure | None:
-        """The case's inputs, the reference's output on them, its time and a note; a Failure for degenerate
-        inputs; None where the layout tests nothing new."""
+    def _prepare(self, case: _Case) -> tuple[tuple, Any, float, float] | Failure | None:
+        """The case's inputs, the reference's output on them, its time and the factor the inputs were scaled
+        by; a Failure for degenerate inputs; None where the layout tests nothing new."""
         torch.manual_seed(case.seed)
         made = tuple(self.make_inputs(case.size, case.dtype, self.device))
         with poisoned_allocations():  # the gaps of a padded or strided buffer hold NaN, not whatever memory held
@@ -544,12 +545,12 @@ class _Runner:
             return case.fail("degenerate_inputs", "every floating input is all zeros")
         if case.layout != "large":
             expected, seconds = self._timed(lambda: self.reference(*inputs))
-            return inputs, expected, seconds, ""
+            return inputs, expected, seconds, 1.0
         for factor in LARGE_SCALES:
             big = scaled(inputs, factor)
             expected, seconds = self._timed(lambda big=big: self.reference(*big))
             if all(bool(torch.isfinite(t).all()) for t in _outputs(expected) if t.is_floating_point()):
-                return big, expected, seconds, f"inputs x{factor:g}: "
+                return big, expected, seconds, factor
         return None  # the reference itself overflows at every scale: nothing to compare with
 
     def forward(self, case: _Case) -> None:
@@ -567,12 +568,17 @@ class _Runner:
         if isinstance(prepared, Failure):
             self.record(row, prepared)
             return
-        inputs, expected, reference_s, note = prepared
+        inputs, expected, reference_s, factor = prepared
+        if factor != 1.0:
+            # Inputs k times larger carry k times larger rounding errors into every op of them (a softmax's
+            # exp(x - max) is off by k ulps of x): the tolerance grows with them. What this trial is for,
+            # overflow to inf or NaN, fails at any tolerance.
+            case = dataclasses.replace(case, rtol=case.rtol * factor, atol=case.atol * factor)
         limit = self.limit(reference_s)
         self.start(row, limit)
         failure = self._guarded(case, row, limit, lambda: self._judge(case, row, inputs, expected))
-        if failure is not None and note:
-            failure.detail = note + failure.detail
+        if failure is not None and factor != 1.0:
+            failure.detail = f"inputs x{factor:g}: {failure.detail}"
         self.record(row, failure)
 
     def _judge(self, case: _Case, row: dict, inputs: tuple, expected: Any) -> Failure | None:
