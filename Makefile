@@ -1,8 +1,11 @@
 # The README's two commands: `make run` and `make test`. Both create .venv and install the project first.
 PYTHON ?= python3
 VENV ?= .venv
-# torch 2.14.1 is the CUDA 13.0 build on this project's machines (see README); override for others.
-TORCH_SPEC ?= torch==2.14.1
+# Which torch (jitload/torch_select.py, `python3 jitload/torch_select.py --why` says why): none where $(PYTHON)
+# already has one (the article's container: the venv sees it), else the build whose CUDA major matches nvcc's
+# (13: torch 2.14.1; 12: torch 2.8.0 from PyTorch's cu128 index; no nvcc: 2.14.1). TORCH_SPEC=... overrides.
+TORCH_SPEC ?= $(shell $(PYTHON) jitload/torch_select.py --pip-args)
+VENV_FLAGS ?= $(shell $(PYTHON) jitload/torch_select.py --venv-flags)
 BIN := $(VENV)/bin
 
 IMAGE ?= pytorch-cuda:v2.8
@@ -17,13 +20,14 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-load
 .PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
 
 $(BIN)/activate:
-	$(PYTHON) -m venv $(VENV)
+	@echo "torch: $$($(PYTHON) jitload/torch_select.py --why)"
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
 # --no-compile: pip would byte-compile every module of torch and Jupyter ahead of time; Python compiles the ones a
 # process imports on first use instead, a fraction of them.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --no-compile "$(TORCH_SPEC)"
+	$(if $(strip $(TORCH_SPEC)),$(BIN)/pip install --quiet --no-compile $(TORCH_SPEC),@echo "torch: the one $(PYTHON) has")
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
 	touch $@
 

@@ -417,8 +417,9 @@ def check(
     non-contiguous layout; the first trial also runs them, at every size but the largest, padded, one element
     into their buffers (misaligned), transposed in memory, expanded (stride 0), mixed (one input contiguous, the
     others not, and the reverse), with NaN, +inf and -inf planted in every floating input, and scaled up where
-    the reference stays finite (the tolerance scaled alike; ``layouts`` picks among :data:`jitload.layouts.LAYOUTS`). ``timed_sizes`` adds
-    cases in make_inputs' own layout (what ``jitload bench`` times).
+    the reference stays finite (the tolerance scaled alike; ``layouts`` picks among
+    :data:`jitload.layouts.LAYOUTS`). ``timed_sizes`` adds cases in make_inputs' own layout (what ``jitload
+    bench`` times).
 
     A failure names its reason (:data:`REASONS`), case and seed. ``guards`` places every tensor the candidate
     allocates between guard bytes and fails a case that writes past them (:mod:`jitload.guards`). An output

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import build, compiler_probe, toolchain
+from . import build, compiler_probe, toolchain, torch_select
 from .compiler_probe import Outcome
 from .errors import BuildError
 from .extension import load
@@ -121,7 +121,7 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
     gpus = [f"cuda:{i} {torch.cuda.get_device_name(i)} (sm {'.'.join(map(str, torch.cuda.get_device_capability(i)))})"
             for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
     facts = [
-        ("torch", torch.__version__),
+        ("torch", f"{torch.__version__} ({_torch_origin(nvcc_ver)})"),
         ("torch CUDA", str(torch.version.cuda)),
         ("nvcc", f"{nvcc} (release {nvcc_ver})" if nvcc and nvcc_ver else "not found"),
         ("CUDA_HOME", f"{cuda_home}" + ("" if torch_guess == cuda_home else f" (torch alone guesses {torch_guess})")),
@@ -151,8 +151,11 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
         problems.append(Problem("warning", f"torch guesses CUDA_HOME={torch_guess}, which has no cuda_runtime.h",
                                 f"jitload uses {cuda_home}; for plain torch builds export CUDA_HOME={cuda_home}"))
     if nvcc_ver and torch.version.cuda and nvcc_ver.split(".")[0] != torch.version.cuda.split(".")[0]:
+        fits = torch_select.choose(f"release {nvcc_ver}", None)
         problems.append(Problem("error", f"nvcc {nvcc_ver} but torch was built with CUDA {torch.version.cuda}",
-                                f"install CUDA {torch.version.cuda.split('.')[0]}.x or a torch built for {nvcc_ver}"))
+                                f"install a torch built for CUDA {nvcc_ver.split('.')[0]} (`make` picks "
+                                f"`pip install {fits.pip_args}` for this nvcc: rm -rf .venv && make) or CUDA "
+                                f"{torch.version.cuda.split('.')[0]}.x"))
     if torch.version.cuda is None and cuda_home:
         problems.append(Problem("warning", "this torch is a CPU-only build: CUDA extensions cannot be built",
                                 "install a CUDA build of torch (pip install torch==2.14.1 here)"))
@@ -160,6 +163,17 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
         problems.append(Problem("warning", "no GPU visible: kernels compile, checks and timings use the CPU twins",
                                 "run on a machine with an NVIDIA GPU and driver for CUDA results"))
     return facts, problems
+
+
+def _torch_origin(nvcc_ver: str | None) -> str:
+    """Why this torch: whether its CUDA major is nvcc's, as the Makefile's choice (jitload.torch_select)
+    requires."""
+    if torch.version.cuda is None:
+        return "a CPU-only build"
+    if nvcc_ver is None:
+        return f"CUDA {torch.version.cuda}; no nvcc to match"
+    same = nvcc_ver.split(".")[0] == torch.version.cuda.split(".")[0]
+    return f"CUDA {torch.version.cuda}, {'the same major as' if same else 'NOT the major of'} nvcc {nvcc_ver}"
 
 
 def report() -> tuple[str, bool]:
