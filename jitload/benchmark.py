@@ -139,10 +139,6 @@ class BenchResult:
         """The column of ``baseline``'s median over each entry's (above 1: faster than the baseline)."""
         return f"vs {self.baseline}"
 
-    def widget(self) -> Any:
-        # The panel lives a floor up (jitload.widgets imports this module, never the reverse).
-        raise AttributeError("BenchResult.widget() is gone: use jitload.widgets.BenchPanel(result)")
-
     def _compile_notes(self) -> list[str]:
         return [f"{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
                 for name, s in self.compile_seconds.items()]

@@ -43,8 +43,11 @@ def test_speedup_is_named_for_the_first_entry_without_eager(result):
     table = result.table
     assert result.baseline == "add" and result.speedup_column == "vs add" and "speedup" not in table
     assert (table.loc[table["name"] == "add", "vs add"] == 1.0).all()
-    # slower than add: below 1 (at 1024 elements, where the 1 ms sleep outweighs a busy machine's noise)
-    assert (table.loc[(table["name"] == "slow") & (table["size"] == 1024), "vs add"] < 1.0).all()
+    # each entry's value is add's median over its own, at the same size and dtype
+    for _, rows in table[table["name"] != PEAK].groupby(["size", "dtype"]):
+        by_name = rows.set_index("name")
+        assert by_name.loc["slow", "vs add"] == pytest.approx(by_name.loc["add", "median_ms"] /
+                                                              by_name.loc["slow", "median_ms"])
     assert table.loc[table["name"] == PEAK, "vs add"].isna().all()
 
 
@@ -52,8 +55,10 @@ def test_speedup_is_against_eager_when_given():
     res = bench({"slow": slow_add}, make_inputs, sizes=(1024,), device="cpu", eager=torch.add, peak=False,
                 target_ms=5, min_reps=5, progress=False)
     assert res.baseline == "eager" and list(res.table.columns)[-1] == "vs eager"
-    by_name = res.table.set_index("name")["vs eager"]
-    assert by_name["eager"] == 1.0 and by_name["slow"] < 1.0
+    by_name = res.table.set_index("name")
+    assert by_name.loc["eager", "vs eager"] == 1.0
+    assert by_name.loc["slow", "vs eager"] == pytest.approx(by_name.loc["eager", "median_ms"] /
+                                                           by_name.loc["slow", "median_ms"])
 
 
 def test_plot_one_panel_per_dtype_in_percent_of_the_copy():
@@ -92,12 +97,12 @@ def test_plot_into_given_axes(result):
 
 def test_repetitions_are_bounded_by_wall_time():
     # 1024 elements take microseconds, the 64 MB flush before each repetition milliseconds: counted by kernel
-    # time alone this ran max_reps (1000) repetitions, seconds of wall time for 20 ms measured.
-    t0 = time.perf_counter()
-    res = bench({"add": torch.add}, make_inputs, sizes=(1024,), device="cpu", target_ms=20, progress=False)
-    wall = time.perf_counter() - t0
-    assert (res.table["reps"] < 1000).all()
-    assert wall < 5, f"{wall:.1f} s of wall time for {list(res.table['reps'])} repetitions"
+    # time alone this would run max_reps (1000) repetitions, seconds of wall time for 20 ms measured.
+    calls = []
+    res = bench({"add": lambda a, b: calls.append(1) or torch.add(a, b)}, make_inputs, sizes=(1024,),
+                device="cpu", target_ms=20, peak=False, progress=False)
+    reps = res.table["reps"].item()
+    assert reps < 1000 and len(calls) < 1000  # what the wall budget stopped, counted in calls
     capped = bench({"add": torch.add}, make_inputs, sizes=(1024,), device="cpu", target_ms=20, wall_ms=1e6,
                    max_reps=50, peak=False, progress=False)
     assert capped.table["reps"].item() == 50  # a large wall budget leaves the kernel-time count (clipped) alone
@@ -123,7 +128,7 @@ def test_interleave_times_contenders_in_rounds():
     assert all(sorted(r) == ["add", "eager", "slow"] for r in rounds), rounds
     assert len({tuple(r) for r in rounds}) > 1, rounds
     by_name = res.table.set_index("name")["median_ms"]
-    assert by_name["slow"] > 1.0 > by_name["add"]  # slow sleeps 1 ms a call; the times stay with their owner
+    assert by_name["slow"] >= 1.0  # slow sleeps 1 ms a call: its time stays with it, not spread over the round
 
 
 def test_markdown_table(result):

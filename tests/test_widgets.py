@@ -2,7 +2,6 @@
 
 import time
 
-import pytest
 import torch
 from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
@@ -27,7 +26,7 @@ def test_watch_panel_rebuilds_on_change_and_shows_errors(tmp_path):
     panel = jitload.watch(ext)
     try:
         assert panel.builds == 1 and ext.value() == 11 and "full rebuild" in panel.status.value
-        time.sleep(0.5)  # let the watching thread start
+        # at once, before the watching thread may be up: the snapshot taken at the build still sees it
         write(tmp_path / "src" / "kernel.cpp", KERNEL.format(base=40))
         assert _wait(lambda: panel.builds == 2), panel.status.value
         assert ext.value() == 41
@@ -56,6 +55,3 @@ def test_bench_widget_retimes_the_chosen_point():
     panel.size.value = 1024
     assert list(panel.last.table["name"]) == [PEAK, "mul"]
     assert set(panel.last.table["size"]) == {1024}
-    # the panel is a floor above the benchmark: the result does not reach up to make one
-    with pytest.raises(AttributeError, match=r"BenchPanel\(result\)"):
-        result.widget()
