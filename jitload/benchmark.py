@@ -11,11 +11,18 @@ between calls. A 64 MB zero costs milliseconds on a CPU, so the repetitions are 
 repetitions and 8.1 s for 66 ms measured. The peak is a ``copy_`` of ``bytes_moved / 2`` bytes (read + write =
 ``bytes_moved``), timed the same way on the same device.
 
-Order. By default each contender's repetitions run one after the other. ``interleave=True`` times them in
-rounds instead, one repetition of each per round in an order rotated every round, so that a drift of the
-machine (clocks, temperature, a neighbour's load) falls on all of them alike: on an H200, timed one after the
-other, torch.compile's bias_gelu at 2^26 came out 0.5-0.6% ahead of ours in three of seven processes and level
-in the other four, with the same code each time; a gap that small needs the contenders timed in turn.
+Order. Several contenders are timed in rounds, one repetition of each per round, in an order rotated every
+round, so that a drift of the machine (clocks, temperature, a neighbour's load) falls on all of them alike: on
+an H200, timed one after the other, torch.compile's bias_gelu at 2^26 came out 0.5-0.6% ahead of ours in three
+of seven processes and level in the other four, with the same code each time; a gap that small needs the
+contenders timed in turn. ``interleave=False`` times each contender's repetitions one after the other.
+
+torch.compile is compiled for each shape and dtype it is timed at, as a user who times one shape gets it: one
+compilation for every size becomes a graph with a dynamic size from the second size on, which timed add_relu's
+bfloat16 at 30% of the copy where, compiled for its shape, it reaches 100.8% (H100, 2^28).
+
+The copy peak is a GPU's ceiling; on a CPU the twins are references, not tuned to its memory system, and a
+2-core machine's timings swing with its load, so a CPU table has times and GB/s and no % column.
 
 This is written by hand rather than with ``triton.testing.do_bench`` because the copy peak must share its
 exact loop, and because it must also run on a CPU.
@@ -163,16 +170,17 @@ class BenchResult:
         return "\n".join([header, rule, *body])
 
     def plot(self, ax: Any = None, *, title: str | None = None) -> Any:
-        """One panel per dtype: % of the copy measured in the same run against size (log x), or median ms
-        (log-log) without ``bytes_moved``. Every entry keeps one colour, line style and marker in all panels;
-        the copy is a thick black line. ``ax``: an Axes per dtype (or one Axes for all dtypes, labelled by
-        dtype). Returns the Figure; a figure made here is closed in pyplot, so that a notebook shows it once,
-        as the cell's value (``fig.savefig`` still works)."""
+        """One panel per dtype: % of the copy measured in the same run against size (log x), GB/s where no
+        copy was timed (a CPU), or median ms (log-log) without ``bytes_moved``. Every entry keeps one colour,
+        line style and marker in all panels; the copy is a thick black line. ``ax``: an Axes per dtype (or one
+        Axes for all dtypes, labelled by dtype). Returns the Figure; a figure made here is closed in pyplot, so
+        that a notebook shows it once, as the cell's value (``fig.savefig`` still works)."""
         import matplotlib.pyplot as plt
 
         dtypes = list(dict.fromkeys(self.table["dtype"]))
         percent = "% of peak" in self.table
-        metric = "% of peak" if percent else "median_ms"
+        # % of the copy where one was timed, else GB/s (bytes known), else the median time
+        metric = "% of peak" if percent else "GB/s" if "GB/s" in self.table else "median_ms"
         made = ax is None
         if made:
             fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes) + 1.5, 4.2), squeeze=False,
@@ -191,17 +199,18 @@ class BenchResult:
             group = self.table[self.table["dtype"] == dtype]
             for name in ([PEAK] if PEAK in set(group["name"]) else []) + names:
                 rows = group[group["name"] == name]
-                if rows.empty or (percent and rows[metric].isna().all()):
+                if rows.empty or rows[metric].isna().all():
                     continue
                 label = f"{name} ({dtype})" if shared else name
                 a.plot(rows["size"], rows[metric], label=label, **styles[name])
             a.set_xscale("log", base=2)
-            if not percent:
+            if metric == "median_ms":
                 a.set_yscale("log")
             a.set_xlabel("elements")
             a.set_title(", ".join(dtypes) if shared else dtype)
             a.grid(True, alpha=0.3)
-        axes[0].set_ylabel("% of the copy (bytes moved / median time)" if percent else "median ms")
+        axes[0].set_ylabel({"% of peak": "% of the copy (bytes moved / median time)",
+                            "GB/s": "GB/s (bytes moved / median time)", "median_ms": "median ms"}[metric])
         axes[-1].legend(fontsize=8)
         if made:
             fig.suptitle(title or self.device_name)
@@ -252,9 +261,9 @@ def bench(
     flops: Callable[[int, torch.dtype], int] | None = None,
     device: str | torch.device | None = None,
     eager: Callable[..., Any] | None = None,
-    compiled: bool = False,
-    peak: bool = True,
-    interleave: bool = False,
+    compiled: bool | str = False,
+    peak: bool | None = None,
+    interleave: bool | None = None,
     target_ms: float = 100.0,
     wall_ms: float | None = None,
     min_reps: int = 10,
@@ -264,11 +273,15 @@ def bench(
     """Time every function on ``make_inputs(size, dtype, device)`` for each size and dtype.
 
     ``eager=reference`` adds it as an entry named 'eager'; ``compiled=True`` adds 'torch.compile' (of
-    ``eager``), whose first calls, where it compiles, are reported in ``compile_seconds`` and not in the
-    medians. The table has median/p20/p80 ms, GB/s and % of the copy peak (with ``bytes_moved``), GFLOP/s
-    (with ``flops``) and ``vs <baseline>``: the baseline's median over each entry's, where the baseline is
-    'eager' when given, else the first entry. ``interleave=True`` times the contenders (the copy too) in
-    rounds, one repetition of each per round, instead of one after another. Repetitions stop at
+    ``eager``), compiled anew for each size and dtype (``dynamic=False``: what a user who times one shape
+    gets), ``compiled="dynamic"`` compiled once for all of them (``dynamic=True``); its first calls, where it
+    compiles, are reported in ``compile_seconds`` and not in the medians. The table has median/p20/p80 ms, GB/s
+    and, on a GPU (``peak``), % of a copy of the same bytes timed in the same run (with ``bytes_moved``;
+    on a CPU a copy is no ceiling for the CPU twins, so ``peak`` defaults to off there), GFLOP/s (with
+    ``flops``) and ``vs <baseline>``: the baseline's median over each entry's (above 1: faster than it), where
+    the baseline is 'eager' when given, else the first entry. Contenders are timed in rounds, one repetition of
+    each per round, when there are several (``interleave``, default: True then), so that a drift of the
+    machine falls on all alike; ``interleave=False`` times them one after another. Repetitions stop at
     ``target_ms`` of measured time or ``wall_ms`` of wall time per contender (default ``5 * target_ms``),
     whichever comes first, and never below ``min_reps``.
     """
@@ -278,12 +291,17 @@ def bench(
     entries = dict(fns)
     if eager is not None:
         entries.setdefault("eager", eager)
+    if compiled not in (False, True, "static", "dynamic"):
+        raise ValueError(f"compiled={compiled!r}: True (or 'static': compiled for each shape) or 'dynamic'")
     if compiled:
         if eager is None:
             raise ValueError("compiled=True compiles the eager reference: pass eager=")
-        entries["torch.compile"] = torch.compile(eager)
+        entries["torch.compile"] = torch.compile(eager, dynamic=True) if compiled == "dynamic" else eager
     if not entries:
         raise ValueError("bench() needs at least one function")
+    peak = device.type == "cuda" if peak is None else peak
+    if interleave is None:
+        interleave = len(entries) + bool(peak and bytes_moved) > 1
     if any(s < 0 for s in sizes):
         raise ValueError(f"sizes must be non-negative, got {list(sizes)}")
     timer = _Timer(device, target_ms, min_reps, max_reps, 5 * target_ms if wall_ms is None else wall_ms)
@@ -298,6 +316,8 @@ def bench(
                 inputs = tuple(make_inputs(size, dtype, device))
                 nbytes = bytes_moved(size, dtype) if bytes_moved else None
                 nflops = flops(size, dtype) if flops else None
+                if compiled and compiled != "dynamic":  # a fresh compilation for this shape and dtype
+                    entries["torch.compile"] = torch.compile(eager, dynamic=False)
                 contenders = {name: (lambda fn=fn, inputs=inputs: fn(*inputs)) for name, fn in entries.items()}
                 copy_bytes = 0
                 if with_peak and nbytes:
@@ -353,7 +373,8 @@ def _row(name, device, size, dname, t: Timing, nbytes, nflops, peak_gbs) -> dict
                            "median_ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "reps": t.reps}
     if nbytes is not None:
         row["GB/s"] = nbytes / (t.median_ms * 1e-3) / 1e9 if t.median_ms > 0 else np.nan
-        row["% of peak"] = 100 * row["GB/s"] / peak_gbs if peak_gbs else np.nan
+        if peak_gbs is not None:  # a copy was timed beside it
+            row["% of peak"] = 100 * row["GB/s"] / peak_gbs if peak_gbs else np.nan
     if nflops is not None:
         row["GFLOP/s"] = nflops / (t.median_ms * 1e-3) / 1e9 if t.median_ms > 0 else np.nan
     return row

@@ -23,7 +23,8 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 def _device() -> torch.device:
     device = toolchain.default_device()
     if device.type == "cpu":
-        print("jitload: no GPU visible, so checks and timings run the CPU twins (CUDA sources are compiled only)")
+        print("jitload: no GPU visible, so checks and timings run the CPU twins (CUDA sources are compiled only; "
+              "a CPU table has no % of the copy: the twins are references, not tuned kernels)")
     return device
 
 
@@ -136,7 +137,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         runs_on = kernel.device_for(device)
         result = bench(timed, kernel.spec.make_inputs, sizes=_timed_sizes(kernel, device, args),
                        dtypes=_dtypes(args, kernel), bytes_moved=kernel.spec.bytes_moved, device=runs_on,
-                       eager=kernel.reference, compiled=args.compiled)
+                       eager=kernel.reference, compiled=args.compiled or False)
         print(result)
         if not (args.plot or args.report):
             continue
@@ -276,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--progress", help=argparse.SUPPRESS)  # the isolated child writes its current case here
         if name == "bench":
             p.add_argument("--sizes", type=int, nargs="+", help="element counts to time")
-            p.add_argument("--compiled", action="store_true", help="also time torch.compile(reference)")
+            p.add_argument("--compiled", nargs="?", const="static", choices=("static", "dynamic"),
+                           help="also time torch.compile(reference), compiled for each size and dtype "
+                                "(--compiled dynamic: once for all, dynamic=True)")
             p.add_argument("--plot", help="write the GB/s plot to this PNG")
             p.add_argument("--report", help="write report.md and one PNG per kernel into this folder")
     p = sub.add_parser("watch", help="rebuild on every save; with a kernel, re-check (--check) and re-time (--bench)")

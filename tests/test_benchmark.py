@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+import jitload.benchmark
 from jitload.benchmark import PEAK, bench
 
 
@@ -26,7 +27,7 @@ def slow_add(a, b):
 @pytest.fixture(scope="module")
 def result():
     return bench({"add": torch.add, "slow": slow_add}, make_inputs, sizes=(1024, 2**16), bytes_moved=bytes_moved,
-                 device="cpu", target_ms=20)
+                 device="cpu", target_ms=20, peak=True)  # the copy's machinery, on a CPU (where it is off)
 
 
 def test_rows_quantiles_and_bandwidth(result):
@@ -64,7 +65,7 @@ def test_speedup_is_against_eager_when_given():
 def test_plot_one_panel_per_dtype_in_percent_of_the_copy():
     res = bench({"add": torch.add, "slow": slow_add, "mul": torch.mul}, make_inputs, sizes=(1024, 4096),
                 dtypes=(torch.float32, torch.float64), bytes_moved=bytes_moved, device="cpu", target_ms=2,
-                min_reps=3, progress=False)
+                min_reps=3, peak=True, progress=False)
     open_before = plt.get_fignums()
     fig = res.plot(title="add on a CPU")
     assert plt.get_fignums() == open_before  # closed in pyplot: a notebook shows it once, as the cell's value
@@ -147,9 +148,36 @@ def test_compiled_baseline_keeps_compile_time_out_of_the_median():
     assert "torch.compile: first calls (compilation) took" in res._repr_html_()  # what a notebook shows
 
 
+def test_a_cpu_table_has_no_copy_and_several_contenders_are_timed_in_rounds(monkeypatch):
+    rounds = []
+    monkeypatch.setattr("jitload.benchmark._Timer.time_rounds",
+                        lambda self, fns, real=jitload.benchmark._Timer.time_rounds: rounds.append(list(fns)) or
+                        real(self, fns))
+    res = bench({"add": torch.add, "mul": torch.mul}, make_inputs, sizes=(1024,), bytes_moved=bytes_moved,
+                device="cpu", target_ms=2, progress=False)
+    assert PEAK not in set(res.table["name"]) and "% of peak" not in res.table and "GB/s" in res.table
+    assert rounds == [["add", "mul"]]  # both in one set of rounds
+    rounds.clear()
+    bench({"add": torch.add, "mul": torch.mul}, make_inputs, sizes=(1024,), device="cpu", target_ms=2,
+          interleave=False, progress=False)
+    assert rounds == [["fn"], ["fn"]]  # one after the other
+
+
+@pytest.mark.parametrize("compiled, expected", [(True, [False, False, False, False]), ("dynamic", [True])])
+def test_torch_compile_is_compiled_for_each_shape_unless_dynamic(monkeypatch, compiled, expected):
+    made = []
+    monkeypatch.setattr(torch, "compile", lambda fn, dynamic=None: made.append(dynamic) or fn)
+    res = bench({"add": torch.add}, make_inputs, sizes=(1024, 4096), dtypes=(torch.float32, torch.float64),
+                device="cpu", eager=torch.add, compiled=compiled, target_ms=1, progress=False)
+    assert made == expected  # dynamic=False: a compilation per (size, dtype), as a user timing one shape gets
+    assert "torch.compile" in set(res.table["name"])
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="eager="):
         bench({"add": torch.add}, make_inputs, sizes=(8,), device="cpu", compiled=True)
+    with pytest.raises(ValueError, match="'static'"):
+        bench({"add": torch.add}, make_inputs, sizes=(8,), device="cpu", eager=torch.add, compiled="fast")
     with pytest.raises(ValueError, match="non-negative"):
         bench({"add": torch.add}, make_inputs, sizes=(-1,), device="cpu")
     with pytest.raises(ValueError, match="at least one"):

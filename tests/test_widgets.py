@@ -6,7 +6,6 @@ import torch
 from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
-from jitload.benchmark import PEAK
 from jitload.extension import PREVIOUS_KEPT
 from jitload.widgets import BenchPanel
 
@@ -53,5 +52,5 @@ def test_bench_widget_retimes_the_chosen_point():
     assert panel.size.value == 4096 and set(panel.versions.value) == {"add", "mul"}
     panel.versions.value = ("mul",)
     panel.size.value = 1024
-    assert list(panel.last.table["name"]) == [PEAK, "mul"]
+    assert list(panel.last.table["name"]) == ["mul"]  # a CPU run times no copy beside it
     assert set(panel.last.table["size"]) == {1024}
