@@ -26,7 +26,7 @@ import torch
 from .deadline import CaseTimedOut, time_limit
 from .guards import GuardedAllocations
 from .isolate import ChildDied, ChildOverdue, run_forked
-from .layouts import EVERY_TRIAL, LARGE_SCALES, LAYOUTS, scaled, strided
+from .layouts import EVERY_TRIAL, LARGE_SCALES, LAYOUTS, offset8, scaled, strided
 from .toolchain import default_device
 
 __all__ = ["EVERY_TRIAL", "LAYOUTS", "TOLERANCES", "CheckReport", "Failure", "check", "default_sizes"]
@@ -49,7 +49,10 @@ LARGE_SIZE = {"cuda": 2**24 + 1, "cpu": 2**22 + 1}
 DEFAULT_SIZES = (0, 1, 2, 4, 7, 8, 15, 16, 17, 1023, 1024, 1025, 2**20, 2**20 + 3)  # plus LARGE_SIZE
 GRADCHECK_SIZES = (1, 7, 33)  # float64 gradcheck costs a forward per input element
 GRAD_SIZES = (1, 2, 4, 7, 8, 15, 16, 17, 33, 1024, 1025)
-GRAD_OUTPUTS = ("grad_output contiguous", "grad_output stride 0 (sum)", "grad_output strided")
+# How a backward case calls it: grad_output random and contiguous, expanded (stride 0: loss.sum()), strided, or
+# starting 8 bytes into its buffer (the second operand of a torch.cat); or the inputs strided.
+GRAD_OUTPUTS = ("grad_output contiguous", "grad_output stride 0 (sum)", "grad_output strided", "grad_output offset",
+                "inputs strided")
 # A case's time limit unless timeout= is given: this many times the reference's time on the case, at least
 # the floor (a first call may compile: Triton's JIT, a CUDA module's lazy load).
 TIMEOUT_FACTOR = 100
@@ -57,6 +60,14 @@ TIMEOUT_FLOOR_S = 30.0
 ISOLATED_GRACE_S = 5.0  # an isolated child stops a Python loop itself; the parent kills it this much later
 MAX_SHOWN = 5
 UNWRITTEN_SENTINEL = 1234.5
+MAX_TIMEOUT_S = 1e7  # threading.Timer overflows on larger limits; this many seconds is no limit
+# The large-magnitude trial scales atol with its inputs (absolute rounding errors grow with them) and rtol by at
+# most this much (a softmax's exp(x - max) is off by a few more ulps of x); overflow fails at any tolerance.
+LARGE_RTOL_GROWTH = 10.0
+# The outputs of this many previous calls are held, so a candidate that hands out a few buffers in turn is seen;
+# outputs larger than HELD_BYTES only the last call's.
+HELD_CALLS = 3
+HELD_BYTES = 64 * 2**20
 
 REASONS = {
     "wrong_values": "values differ from the reference beyond the dtype's tolerance",
@@ -227,6 +238,11 @@ def _compare_one(got: Any, exp: torch.Tensor, rtol: float, atol: float) -> _Comp
     g, e = got.double(), exp.double()
     diff = (g - e).abs()
     finite_ref = torch.isfinite(e)
+    if finite_ref.any():
+        # atol is sized for outputs of order 1; an output small as a whole (a softmax over 4096 columns holds
+        # ~1/4096 a value) gets it scaled by its root mean square, or zeroing every value below atol would pass.
+        rms = float(e[finite_ref].pow(2).mean().sqrt())
+        atol = atol * min(1.0, rms) if rms > 0 else atol
     nonfinite = ~torch.isfinite(g) & finite_ref
     # NaN where the reference has NaN, and an infinity equal to the reference's, match (diff 0): the worst
     # element is one that differs, not a NaN - NaN or inf - inf; any other NaN difference is the worst there is.
@@ -371,7 +387,8 @@ def _grad_cases(dtypes: Sequence[torch.dtype], seed: int,
 
 
 def _validate(dtypes: Sequence[torch.dtype], trials: int, sizes: Sequence[Size] | None, timed_sizes: Sequence[Size],
-              layouts: Sequence[str], timeout: float | None) -> None:
+              layouts: Sequence[str], timeout: float | None,
+              tolerances: dict[torch.dtype, tuple[float, float]] | None) -> None:
     """Refuse arguments under which nothing, or not what was asked, would be checked."""
     unknown = [layout for layout in layouts if layout not in LAYOUTS]
     if unknown:
@@ -387,6 +404,11 @@ def _validate(dtypes: Sequence[torch.dtype], trials: int, sizes: Sequence[Size] 
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout={timeout!r}: a case's limit must be a positive number of seconds "
                          "(float('inf') for none)")
+    if sizes is not None and sizes and not timed_sizes and all(_numel(s) == 0 for s in sizes):
+        raise ValueError(f"sizes={sizes}: every size is empty, so no element would be compared")
+    for dtype, tol in (tolerances or {}).items():
+        if len(tol) != 2 or not all(math.isfinite(t) and t >= 0 for t in tol):
+            raise ValueError(f"tolerances[{dtype}]={tol!r}: (rtol, atol), each a finite number >= 0")
 
 
 def check(
@@ -439,7 +461,13 @@ def check(
     row (and its ``timeout_s``) before the candidate runs. Arguments under which no case would run are refused.
     """
     device = torch.device(device) if device is not None else default_device()
-    _validate(dtypes, trials, sizes, timed_sizes, layouts, timeout)
+    # once, here: a generator passed for any of them would be used up by the first look
+    dtypes, timed_sizes, layouts = list(dtypes), list(timed_sizes), list(layouts)
+    sizes = list(sizes) if sizes is not None else None
+    tolerances = dict(tolerances) if tolerances is not None else None
+    _validate(dtypes, trials, sizes, timed_sizes, layouts, timeout, tolerances)
+    if timeout is not None and timeout > MAX_TIMEOUT_S:
+        timeout = float("inf")  # past what a timer can count: no limit, as asked
     options = dict(sizes=sizes, dtypes=dtypes, device=device, trials=trials, grad=grad, seed=seed,
                    tolerances=tolerances, layouts=layouts, guards=guards, timed_sizes=timed_sizes, timeout=timeout)
     if isolate:
@@ -477,7 +505,7 @@ class _Runner:
         self.on_case, self.events = on_case, events
         self.rows: list[dict] = []
         self.failures: list[Failure] = []
-        self.previous: list[torch.Tensor] = []
+        self.previous: list[list[torch.Tensor]] = []  # the outputs of the last HELD_CALLS calls
         self.lost = False
 
     # --- bookkeeping -----------------------------------------------------------------------------------------
@@ -571,10 +599,9 @@ class _Runner:
             return
         inputs, expected, reference_s, factor = prepared
         if factor != 1.0:
-            # Inputs k times larger carry k times larger rounding errors into every op of them (a softmax's
-            # exp(x - max) is off by k ulps of x): the tolerance grows with them. What this trial is for,
-            # overflow to inf or NaN, fails at any tolerance.
-            case = dataclasses.replace(case, rtol=case.rtol * factor, atol=case.atol * factor)
+            # Inputs k times larger carry k times larger absolute rounding errors into every op of them (see
+            # LARGE_RTOL_GROWTH). What this trial is for, overflow to inf or NaN, fails at any tolerance.
+            case = dataclasses.replace(case, rtol=case.rtol * min(factor, LARGE_RTOL_GROWTH), atol=case.atol * factor)
         limit = self.limit(reference_s)
         self.start(row, limit)
         failure = self._guarded(case, row, limit, lambda: self._judge(case, row, inputs, expected))
@@ -606,17 +633,20 @@ class _Runner:
         return self._values(case, inputs, got, expected, cmp)
 
     def _shared_memory(self, got: Any, inputs: tuple) -> tuple[str, str] | None:
-        """An output in an input's buffer, or in the buffer of the candidate's previous output."""
+        """An output in an input's buffer, or in the buffer of an output of one of the previous calls (held)."""
         outs = [t for t in _outputs(got) if t.untyped_storage().data_ptr() != 0]
-        held, self.previous = self.previous, list(_outputs(got))
+        held = [t for call in self.previous for t in call]
+        self.previous.append(list(_outputs(got)))
+        small = all(t.untyped_storage().nbytes() <= HELD_BYTES for t in _outputs(got))
+        del self.previous[:-HELD_CALLS if small else -1]
         for i, out in enumerate(outs):
             lo, hi = _storage_range(out)
             for j, t in enumerate(inputs):
                 if isinstance(t, torch.Tensor) and t.device == out.device and _overlap((lo, hi), _storage_range(t)):
                     return "aliased_output", f"output {i} shares memory with input {j}"
-            if any(p.device == out.device and p.untyped_storage().data_ptr() == lo for p in held):
-                return "reused_output", (f"output {i} is in the same buffer as the previous call's output (still "
-                                         "alive): a second call overwrites the first call's result")
+            if any(p.device == out.device and _overlap((lo, hi), _storage_range(p)) for p in held):
+                return "reused_output", (f"output {i} is in a buffer an earlier call's output (still alive) is in: "
+                                         "a later call overwrites an earlier call's result")
         return None
 
     def _values(self, case: _Case, inputs: tuple, got: Any, expected: Any, cmp: _Comparison) -> Failure | None:
@@ -746,7 +776,8 @@ def _gradcheck(candidate, make_inputs, case: _Case, device) -> Failure | None:
 
 def _grads(fn, base: tuple, seed: int, kind: str) -> tuple:
     """fn's gradients for every floating input, under the grad_output ``kind`` (:data:`GRAD_OUTPUTS`)."""
-    args = tuple(t.detach().clone().requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+    relay = strided if kind == GRAD_OUTPUTS[4] else lambda t: t.clone()
+    args = tuple(relay(t.detach()).requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
                  for t in base)
     outs = [t for t in _outputs(fn(*args)) if t.requires_grad]
     diffable = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
@@ -756,6 +787,8 @@ def _grads(fn, base: tuple, seed: int, kind: str) -> tuple:
     weights = [torch.randn_like(o) for o in outs]
     if kind == GRAD_OUTPUTS[2]:
         weights = [strided(w) for w in weights]
+    elif kind == GRAD_OUTPUTS[3]:
+        weights = [offset8(w) for w in weights]
     return torch.autograd.grad(outs, diffable, weights, allow_unused=True)
 
 

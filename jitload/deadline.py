@@ -20,8 +20,9 @@ from collections.abc import Iterator
 STUCK_AFTER_S = 5.0
 
 
-class CaseTimedOut(Exception):
-    """The case ran past its time limit."""
+class CaseTimedOut(BaseException):
+    """The case ran past its time limit. A BaseException, as KeyboardInterrupt is: a candidate's own
+    ``except Exception`` (a retry loop, a fallback) must not swallow it."""
 
 
 def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
@@ -41,10 +42,11 @@ def time_limit(seconds: float, what: str) -> Iterator[None]:
     def stuck() -> None:
         with lock:
             if state["armed"]:
-                print(f"jitload.check: {what} is still running {STUCK_AFTER_S:.0f} s past its {seconds:.1f} s limit, "
-                      "in compiled or GPU code that cannot be interrupted from this process; restart it (a "
-                      "notebook: restart the kernel). check(isolate=True) and `jitload check` kill such a "
-                      "candidate and report the case.", file=sys.stderr, flush=True)
+                print(f"jitload.check: {what} is still running {STUCK_AFTER_S:.0f} s past its {seconds:.1f} s limit: "
+                      "stuck in compiled or GPU code, which cannot be interrupted from this process, or in code "
+                      "that caught the interruption; restart it (a notebook: restart the kernel). "
+                      "check(isolate=True) and `jitload check` kill such a candidate and report the case.",
+                      file=sys.stderr, flush=True)
 
     def fire() -> None:
         with lock:

@@ -31,8 +31,11 @@ _ALLOCATIONS = {
     torch.ops.aten.new_empty_strided.default,
 }
 # Factories that fill what they allocate (zeros_like is the usual output of a Triton kernel that accumulates
-# with atomics): guarded the same way, their values copied in.
+# with atomics), and copies (x.clone() or x.contiguous() as the output of a kernel that works in place):
+# guarded the same way, their values copied in.
 _FILLED = {
+    torch.ops.aten.clone.default,
+    torch.ops.aten._to_copy.default,
     torch.ops.aten.zeros.default,
     torch.ops.aten.zeros_like.default,
     torch.ops.aten.ones.default,

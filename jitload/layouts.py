@@ -45,13 +45,21 @@ def padded(t: Any) -> Any:
     return view
 
 
-def offset(t: Any) -> Any:
-    """Contiguous, but starting one element into its buffer: a misaligned start for a vectorised load."""
+def offset(t: Any, elements: int = 1) -> Any:
+    """Contiguous, but starting ``elements`` into its buffer: a misaligned start for a vectorised load."""
     if not _tensor(t, 0):
         return t
-    view = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)[1:].view(t.shape)
+    view = torch.empty(t.numel() + elements, dtype=t.dtype, device=t.device)[elements:].view(t.shape)
     view.copy_(t)
     return view
+
+
+def offset8(t: Any) -> Any:
+    """Contiguous, starting 8 bytes into its buffer: aligned for 8-byte loads, not for 16-byte ones (what
+    ``x[2:]`` of float32 gives a kernel that checks only for 8-byte alignment)."""
+    if not _tensor(t, 0):
+        return t
+    return offset(t, max(1, 8 // t.element_size()))
 
 
 def transposed(t: Any) -> Any:
@@ -141,6 +149,7 @@ LAYOUTS: dict[str, Callable[[tuple], tuple | None]] = {
     "strided": _each(strided),
     "padded": _each(padded),
     "offset": _each(offset),
+    "offset8": _each(offset8),
     "transposed": _each(transposed),
     "expanded": _each(expanded),
     "mixed": mixed,

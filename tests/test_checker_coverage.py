@@ -401,3 +401,151 @@ def test_a_cuda_kernel_wrong_only_at_a_timed_size_is_caught_before_timing(vector
                    timed_sizes=(2**24,), layouts=("contiguous",))
     (failure,) = report.failures
     assert failure.size == 2**24 and bool(report.table.loc[report.table["size"] == 2**24, "timed"].all())
+
+
+# --- what a hostile reading of the checker found ---------------------------------------------------------------------
+
+def softmax_dropping_small_values(x):
+    out = torch.softmax(x, -1)
+    return torch.where(out < 5e-6, torch.zeros_like(out), out)  # below float32's atol: most of a wide row
+
+
+def test_small_outputs_get_an_atol_of_their_own_scale():
+    rows = lambda size, dtype, device: (3 * torch.randn(4, 4096, dtype=dtype, device=device),)  # noqa: E731
+    ref = lambda x: torch.softmax(x, -1)  # noqa: E731
+    assert check(ref, ref, rows, sizes=(4 * 4096,), **_fast(layouts=("contiguous",))).ok
+    report = check(softmax_dropping_small_values, ref, rows, sizes=(4 * 4096,), **_fast(layouts=("contiguous",)))
+    assert report.reasons == {"wrong_values"}, report
+
+
+def test_generators_are_read_once():
+    wrong = lambda a, b: a + b + 1  # noqa: E731
+    report = check(wrong, reference_add, make_inputs, sizes=(n for n in (1, 7)), dtypes=(d for d in [torch.float32]),
+                   layouts=(la for la in ("contiguous",)), **_fast())
+    assert len(report.failures) == 2 and set(report.table["test"]) == {"forward"}
+
+
+_BUFFERS: dict = {}
+
+
+def two_buffers_in_turn(a, b):
+    key = (a.shape, a.dtype)
+    pair = _BUFFERS.setdefault(key, [torch.empty_like(a), torch.empty_like(a), 0])
+    out = pair[pair[2] % 2]
+    pair[2] += 1
+    return torch.add(a, b, out=out)
+
+
+def test_buffers_handed_out_in_turn_are_seen():
+    report = check(two_buffers_in_turn, reference_add, make_inputs, sizes=(7,), trials=3,
+                   **{"device": "cpu", "layouts": ("contiguous", "strided")})
+    assert report.reasons == {"reused_output"}
+
+
+class _AddReluReadsSavedAsDense(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return torch.relu(a + b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        dense = lambda t: torch.as_strided(t, t.shape, torch.empty(t.shape).stride(), t.storage_offset())  # noqa: E731
+        mask = (dense(a) + dense(b)) > 0  # reads the saved inputs as if contiguous
+        return grad * mask, grad * mask
+
+
+def test_backward_runs_on_strided_inputs_too():
+    report = check(_AddReluReadsSavedAsDense.apply, lambda a, b: torch.relu(a + b), make_inputs, sizes=(7,),
+                   grad=True, **_fast(layouts=("contiguous",)))
+    assert {f.layout for f in report.failures} == {"inputs strided"}, report
+
+
+def clone_then_one_past_the_end(a, b):
+    out = a.clone()  # an in-place kernel run on a copy of its input
+    out.add_(b)
+    torch.as_strided(out, (out.numel() + 1,), (1,), out.storage_offset())[-1] = 0
+    return out
+
+
+def test_a_cloned_output_is_guarded():
+    report = check(clone_then_one_past_the_end, reference_add, make_inputs, sizes=(7, 1023),
+                   **_fast(layouts=("contiguous",)))
+    assert report.reasons == {"out_of_bounds_write"}
+
+
+def _aligned16(t):
+    return (t.data_ptr() % 16) == 0
+
+
+def checks_8_byte_alignment_only(a, b):
+    # takes its 16-byte path whenever the start is 8-byte aligned: wrong when it is not 16-byte aligned
+    if a.data_ptr() % 8 == 0 and not _aligned16(a):
+        raise RuntimeError("misaligned address")
+    return a + b
+
+
+def test_a_start_8_bytes_in_is_checked():
+    report = check(checks_8_byte_alignment_only, reference_add, make_inputs, sizes=(1024,),
+                   **_fast(layouts=("contiguous", "offset", "offset8")))
+    assert {f.layout for f in report.failures} == {"offset8"}
+
+
+class _AddWithAlignedGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad.is_contiguous() and grad.data_ptr() % 8 == 0 and not _aligned16(grad):
+            raise RuntimeError("misaligned address")
+        return grad, grad
+
+
+def test_a_grad_output_8_bytes_into_its_buffer_is_checked():
+    report = check(_AddWithAlignedGrad.apply, reference_add, make_inputs, sizes=(1024,), grad=True,
+                   **_fast(layouts=("contiguous",)))
+    assert {f.layout for f in report.failures} == {"grad_output offset"}, report
+
+
+def saturates_bfloat16(a, b):
+    out = a + b
+    return out.clamp(-256, 256) if out.dtype == torch.bfloat16 else out
+
+
+def test_the_large_trial_keeps_a_relative_tolerance_that_catches_saturation():
+    report = check(saturates_bfloat16, reference_add, make_inputs, sizes=(1023,),
+                   **_fast(layouts=("large",), dtypes=[torch.bfloat16]))
+    assert report.reasons == {"wrong_values"}
+
+
+def retries_forever(a, b):
+    while True:
+        try:
+            time.sleep(0.01)
+            raise RuntimeError("launch failed")
+        except Exception:
+            continue  # a retry loop: it must not swallow the time limit
+
+
+def test_a_candidate_that_catches_exceptions_still_times_out():
+    report = check(retries_forever, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("contiguous",),
+                                                                                     timeout=0.5))
+    assert report.reasons == {"timed_out"}
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"tolerances": {torch.float32: (-1e-5, 1e-5)}}, "finite number >= 0"),
+    ({"tolerances": {torch.float32: (float("nan"), 1e-5)}}, "finite number >= 0"),
+    ({"sizes": [0, (3, 0)]}, "every size is empty"),
+])
+def test_arguments_that_would_check_nothing_or_blame_the_candidate_are_refused(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        check(torch.add, reference_add, make_inputs, **{"device": "cpu", **kwargs})
+
+
+def test_a_limit_too_large_for_a_timer_is_no_limit():
+    assert check(torch.add, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("contiguous",),
+                                                                             timeout=1e300)).ok
