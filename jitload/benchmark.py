@@ -30,6 +30,7 @@ exact loop, and because it must also run on a CPU.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -309,7 +310,8 @@ def bench(
     with_peak = bool(peak and bytes_moved)
     steps = len(sizes) * len(dtypes) * (1 if interleave else len(entries) + with_peak)
     # delay: the bar appears only for sweeps that last more than a couple of seconds.
-    with tqdm(total=steps, desc="bench", delay=2.0, disable=not progress, leave=False) as bar:
+    with tqdm(total=steps, desc="bench", delay=2.0, disable=not progress, leave=False) as bar, \
+            _graphs_for(len(sizes) * len(dtypes) if compiled and compiled != "dynamic" else 0):
         for dtype in dtypes:
             dname = dtype_name(dtype)
             for size in sizes:
@@ -356,6 +358,17 @@ def bench(
                      target_ms=target_ms, wall_ms=wall_ms, min_reps=min_reps, max_reps=max_reps, progress=False)
 
     return BenchResult(table, device.type, device_name(device), compile_s, baseline, rerun)
+
+
+def _graphs_for(shapes: int) -> Any:
+    """Room for a compiled graph per timed shape: dynamo keeps at most ``recompile_limit`` (8) graphs of a
+    function, and past that runs it uncompiled, which a table would show under the torch.compile name."""
+    if not shapes:
+        return contextlib.nullcontext()
+    import torch._dynamo.config as dynamo_config
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"  # torch < 2.7
+    return dynamo_config.patch(**{name: max(getattr(dynamo_config, name), shapes + 8)})
 
 
 def _copy(nbytes: int, device: torch.device) -> tuple[Callable[[], Any], int]:

@@ -173,6 +173,19 @@ def test_torch_compile_is_compiled_for_each_shape_unless_dynamic(monkeypatch, co
     assert "torch.compile" in set(res.table["name"])
 
 
+def test_each_shape_gets_a_compiled_graph_of_its_own(monkeypatch):
+    # dynamo keeps 8 graphs a function by default: 12 shapes would leave the last ones running uncompiled
+    import torch._dynamo.config as dynamo_config
+
+    limits, before = [], dynamo_config.recompile_limit
+    monkeypatch.setattr(torch, "compile", lambda fn, dynamic=None: lambda *a: limits.append(
+        dynamo_config.recompile_limit) or fn(*a))
+    bench({"add": torch.add}, make_inputs, sizes=(8, 16, 32, 64, 128, 256), dtypes=(torch.float32, torch.float64),
+          device="cpu", eager=torch.add, compiled=True, target_ms=1, max_reps=10, progress=False)
+    assert limits and min(limits) >= 12
+    assert dynamo_config.recompile_limit == before  # as it was, after the bench
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="eager="):
         bench({"add": torch.add}, make_inputs, sizes=(8,), device="cpu", compiled=True)
