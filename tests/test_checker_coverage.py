@@ -403,7 +403,7 @@ def test_a_cuda_kernel_wrong_only_at_a_timed_size_is_caught_before_timing(vector
     assert failure.size == 2**24 and bool(report.table.loc[report.table["size"] == 2**24, "timed"].all())
 
 
-# --- what a hostile reading of the checker found ---------------------------------------------------------------------
+# --- candidates wrong where a first version of these cases looked away ----------------------------------------------
 
 def softmax_dropping_small_values(x):
     out = torch.softmax(x, -1)
