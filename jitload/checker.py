@@ -155,12 +155,25 @@ class CheckReport:
             lines.append(f"  ... and {len(self.failures) - MAX_SHOWN} more")
         return "\n".join(lines)
 
+    def by_layout(self) -> pd.DataFrame:
+        """The cases counted by test and layout: how many ran, how many failed, and the sizes they covered
+        (``.table`` has every case)."""
+        if self.table.empty:
+            return pd.DataFrame(columns=["test", "layout", "cases", "failed", "sizes"])
+        table = self.table.assign(failed=~self.table["ok"].astype(bool))
+        grouped = table.groupby(["test", "layout"], sort=False)
+        return pd.DataFrame({"cases": grouped.size(), "failed": grouped["failed"].sum(),
+                             "sizes": grouped["size"].agg(lambda s: len(set(map(str, s))))}).reset_index()
+
     def _repr_html_(self) -> str:
+        # The cases grouped, not all of them: a check runs about a thousand, which would make every notebook
+        # that shows a report carry a table of that length.
         color = "#070" if self.ok else "#b00"
         items = "".join(f"<li><code>{html.escape(f.reason)}</code> {html.escape(str(f))}</li>"
                         for f in self.failures[:MAX_SHOWN])
         return (f"<b style='color:{color}'>CheckReport {html.escape(self.summary())}</b><ul>{items}</ul>"
-                f"<details><summary>all cases</summary>{self.table.to_html(index=False)}</details>")
+                f"<details><summary>cases by test and layout (every case: <code>.table</code>)</summary>"
+                f"{self.by_layout().to_html(index=False)}</details>")
 
 
 @contextlib.contextmanager

@@ -549,3 +549,12 @@ def test_arguments_that_would_check_nothing_or_blame_the_candidate_are_refused(k
 def test_a_limit_too_large_for_a_timer_is_no_limit():
     assert check(torch.add, reference_add, make_inputs, sizes=(7,), **_fast(layouts=("contiguous",),
                                                                              timeout=1e300)).ok
+
+
+def test_a_notebook_shows_the_cases_grouped_not_all_of_them():
+    report = check(torch.add, reference_add, make_inputs, sizes=(7, 1024), grad=True, **_fast())
+    grouped = report.by_layout()
+    assert grouped["cases"].sum() == len(report.table) and not grouped["failed"].any()
+    assert ("backward", "grad_output stride 0 (sum)") in set(zip(grouped["test"], grouped["layout"], strict=True))
+    shown = report._repr_html_()
+    assert "cases by test and layout" in shown and shown.count("<tr") == len(grouped) + 1
