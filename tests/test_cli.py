@@ -20,7 +20,13 @@ def test_doctor_reports_this_machine():
     out = _jitload("doctor")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
-    assert re.search(rf"^torch +{re.escape(torch.__version__)}$", text, re.M)
+    line = re.search(rf"^torch +{re.escape(torch.__version__)} \((.*)\)$", text, re.M)
+    assert line, text  # the version, and why it fits: whether its CUDA major is nvcc's
+    nvcc = toolchain.nvcc_version(toolchain.find_cuda_home())
+    if torch.version.cuda and nvcc:
+        same = nvcc.split(".")[0] == torch.version.cuda.split(".")[0]
+        assert line.group(1) == (f"CUDA {torch.version.cuda}, {'the same major as' if same else 'NOT the major of'} "
+                                 f"nvcc {nvcc}")
     for label in ("torch CUDA", "nvcc", "CUDA_HOME", "C++ compiler", "ninja", "GPUs", "arch list", "cache"):
         assert label in text
     # The compiler probe ran: this machine's compiler builds extensions that raise errors cleanly.
