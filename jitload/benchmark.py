@@ -45,6 +45,8 @@ from .toolchain import default_device
 
 FLUSH_BYTES = {"cuda": 256 * 2**20, "cpu": 64 * 2**20}
 PEAK = "copy (peak)"
+METRIC_LABELS = {"% of peak": "% of the copy (bytes moved / median time)", "GB/s": "GB/s (bytes moved / median time)",
+                 "median_ms": "median ms"}
 
 
 @dataclass
@@ -147,6 +149,12 @@ class BenchResult:
         """The column of ``baseline``'s median over each entry's (above 1: faster than the baseline)."""
         return f"vs {self.baseline}"
 
+    @property
+    def metric(self) -> str:
+        """The column a plot shows: % of the copy where one was timed, else GB/s (bytes known), else the
+        median time (:data:`METRIC_LABELS` names each)."""
+        return "% of peak" if "% of peak" in self.table else "GB/s" if "GB/s" in self.table else "median_ms"
+
     def _compile_notes(self) -> list[str]:
         return [f"{name}: first calls (compilation) took {s:.1f} s in all, not in the medians"
                 for name, s in self.compile_seconds.items()]
@@ -179,9 +187,7 @@ class BenchResult:
         import matplotlib.pyplot as plt
 
         dtypes = list(dict.fromkeys(self.table["dtype"]))
-        percent = "% of peak" in self.table
-        # % of the copy where one was timed, else GB/s (bytes known), else the median time
-        metric = "% of peak" if percent else "GB/s" if "GB/s" in self.table else "median_ms"
+        metric = self.metric
         made = ax is None
         if made:
             fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes) + 1.5, 4.2), squeeze=False,
@@ -210,8 +216,7 @@ class BenchResult:
             a.set_xlabel("elements")
             a.set_title(", ".join(dtypes) if shared else dtype)
             a.grid(True, alpha=0.3)
-        axes[0].set_ylabel({"% of peak": "% of the copy (bytes moved / median time)",
-                            "GB/s": "GB/s (bytes moved / median time)", "median_ms": "median ms"}[metric])
+        axes[0].set_ylabel(METRIC_LABELS[metric])
         axes[-1].legend(fontsize=8)
         if made:
             fig.suptitle(title or self.device_name)

@@ -11,11 +11,9 @@ accesses the guard bytes cannot see (reads, and writes that land inside another 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +22,7 @@ import time
 import torch
 
 from . import toolchain
-from .isolate import exit_reason
+from .isolate import exit_reason, kill_group
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit code when it found errors (its --error-exitcode)
 POLL_S = 0.2
@@ -77,11 +75,6 @@ def _where(case: dict | None) -> str:
             f"layout={case['layout']}, seed={case['seed']}")
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _watch(proc: subprocess.Popen, progress: ProgressFile) -> tuple[int | None, str]:
     """Wait for the child; kill it (and its group) if a case runs past its limit or it does not exit after its
     last line. Returns (exit code or None if killed, why it was killed)."""
@@ -129,7 +122,7 @@ def check_in_child(kernel: str, folder: str, extra_args: list[str], *, sanitize:
         try:
             code, killed = _watch(proc, progress)
         finally:
-            _kill_group(proc)  # whatever it started and left behind
+            kill_group(proc.pid)  # a session of its own: it, and whatever it started and left behind
             proc.wait()
         return _verdict(kernel, code, killed, progress.read(), sanitize)
 

@@ -682,8 +682,9 @@ class _Runner:
     def backward(self, case: _Case) -> None:
         row = case.row()
         if case.test == "gradcheck":
-            self.start(row, self.limit(0.0))
-            self.record(row, self._guarded(case, row, self.limit(0.0), lambda: _gradcheck(
+            limit = self.limit(0.0)
+            self.start(row, limit)
+            self.record(row, self._guarded(case, row, limit, lambda: _gradcheck(
                 self.candidate, self.make_inputs, case, self.device)))
             return
         torch.manual_seed(case.seed)
@@ -702,7 +703,8 @@ class _Runner:
         row = case.row()
         torch.manual_seed(case.seed)
         args = tuple(self.make_inputs(case.size, case.dtype, self.device))
-        self.start(row, self.limit(0.0))
+        limit = self.limit(0.0)
+        self.start(row, limit)
 
         def judge() -> Failure | None:
             try:
@@ -711,7 +713,7 @@ class _Runner:
                 return case.fail("opcheck_failed", _first_line(exc))
             return None
 
-        self.record(row, self._guarded(case, row, self.limit(0.0), judge))
+        self.record(row, self._guarded(case, row, limit, judge))
 
 
 def _check_isolated(candidate, reference, make_inputs, on_case, *, uses_cuda: bool, options: dict) -> CheckReport:

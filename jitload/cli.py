@@ -13,6 +13,7 @@ import sys
 import torch
 
 from . import doctor, kernels, toolchain
+from .benchmark import dtype_name
 from .check_process import ProgressFile, check_in_child
 from .errors import BuildError
 from .lock import build_lock
@@ -80,7 +81,7 @@ def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.N
     dtypes = _dtypes(args, kernel)
     if timed:
         print(f"{kernel.name}: checking the {len(timed)} timed size(s) too, before timing them: "
-              f"{', '.join(map(str, timed))} in {', '.join(_dtype_name(d) for d in dtypes)}")
+              f"{', '.join(map(str, timed))} in {', '.join(dtype_name(d) for d in dtypes)}")
     reports = {}
     for name, fn in fns.items():
         reports[name] = kernel.check(fn, device=device, dtypes=dtypes, grad=name in ours, timed_sizes=timed,
@@ -88,10 +89,6 @@ def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.N
                                      guards=not getattr(args, "no_guards", False), timeout=args.timeout)
         print(f"{name}: check {reports[name]!r}")
     return fns, reports
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -151,7 +151,7 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
         problems.append(Problem("warning", f"torch guesses CUDA_HOME={torch_guess}, which has no cuda_runtime.h",
                                 f"jitload uses {cuda_home}; for plain torch builds export CUDA_HOME={cuda_home}"))
     if nvcc_ver and torch.version.cuda and nvcc_ver.split(".")[0] != torch.version.cuda.split(".")[0]:
-        fits = torch_select.choose(f"release {nvcc_ver}", None)
+        fits = torch_select.choose(nvcc_ver, None)
         problems.append(Problem("error", f"nvcc {nvcc_ver} but torch was built with CUDA {torch.version.cuda}",
                                 f"install a torch built for CUDA {nvcc_ver.split('.')[0]} (`make` picks "
                                 f"`pip install {fits.pip_args}` for this nvcc: rm -rf .venv && make) or CUDA "

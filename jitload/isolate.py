@@ -76,11 +76,16 @@ def _child(conn, work: Callable[[Callable[[Any], None]], Any]) -> None:
         os._exit(0)
 
 
-def _kill_group(child) -> None:
-    """The child and every process in its group (what the work forked); the child's own pid as a fallback
-    for the instant before it made its group."""
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process of the process group ``pgid`` (a child that made its own group, and whatever it
+    started); nothing if the group is gone."""
     with contextlib.suppress(OSError):
-        os.killpg(child.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _kill_child(child) -> None:
+    """The child and its group; the child's own pid too, for the instant before it made its group."""
+    kill_group(child.pid)
     if child.exitcode is None:  # not reaped yet, so its pid is still its own
         with contextlib.suppress(OSError):
             child.kill()
@@ -125,7 +130,7 @@ def run_forked(work: Callable[[Callable[[Any], None]], T], on_event: Callable[[A
             return payload
     finally:
         receive.close()
-        _kill_group(child)  # on_event raised, Ctrl-C, overdue, or processes the work left behind
+        _kill_child(child)  # on_event raised, Ctrl-C, overdue, or processes the work left behind
         child.join()
     code = child.exitcode
     raise ChildDied(f"died ({exit_reason(code)})" if code is None or code < 0 else f"exited ({exit_reason(code)})")

@@ -42,10 +42,9 @@ def nvcc_release(version_output: str | None) -> str | None:
     return f"{match.group(1)}.{match.group(2)}" if match else None
 
 
-def choose(nvcc_output: str | None, installed_torch: str | None) -> Choice:
-    """The torch for a Python that has ``installed_torch`` (a version, or None) and an nvcc whose ``--version``
-    printed ``nvcc_output`` (None: no nvcc)."""
-    release = nvcc_release(nvcc_output)
+def choose(release: str | None, installed_torch: str | None) -> Choice:
+    """The torch for a Python that has ``installed_torch`` (a version, or None) and an nvcc of ``release``
+    ("12.8", as :func:`nvcc_release` reads it; None: no nvcc)."""
     if installed_torch:
         return Choice("", "--system-site-packages",
                       f"torch {installed_torch} is already installed for this Python: the virtual environment sees "
@@ -99,7 +98,7 @@ def installed_torch() -> str | None:
 
 def main(argv: list[str]) -> int:
     what = argv[1] if len(argv) > 1 else "--why"
-    choice = choose(nvcc_output(), installed_torch())
+    choice = choose(nvcc_release(nvcc_output()), installed_torch())
     outputs = {"--pip-args": choice.pip_args, "--venv-flags": choice.venv_flags, "--why": choice.why}
     if what not in outputs:
         print(f"usage: {argv[0]} {'|'.join(outputs)}", file=sys.stderr)

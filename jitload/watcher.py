@@ -19,6 +19,7 @@ from rich.text import Text
 
 from . import kernels
 from .benchmark import bench, fmt
+from .checker import CheckReport
 from .errors import BuildError
 from .extension import Extension, prepare
 from .kernels import Kernel
@@ -60,15 +61,19 @@ class Watcher:
         fn = getattr(self.ext, self.kernel.spec.function) if self.kernel else None
         if self.do_check:
             report = self.kernel.check(fn, grad=False, trials=1)  # gradients: `jitload check`, not every save
-            style = "green" if report.ok else "red"
-            self.console.print(f"  check: [{style}]{report.summary()}[/]")
-            for failure in report.failures[:3]:
-                self.console.print(f"    {failure}", markup=False)
-            if not report.ok:
+            if not self._said(report, "check"):
                 return True
         if self.do_bench:
             self._bench(fn)
         return True
+
+    def _said(self, report: CheckReport, what: str) -> bool:
+        """Print a check's summary line and its first failures; True if it passed."""
+        style = "green" if report.ok else "red"
+        self.console.print(f"  {what}: [{style}]{report.summary()}[/]")
+        for failure in report.failures[:3]:
+            self.console.print(f"    {failure}", markup=False)
+        return report.ok
 
     def _bench(self, fn: Callable[..., Any]) -> None:
         spec = self.kernel.spec
@@ -76,11 +81,7 @@ class Watcher:
         sizes, dtypes = list(spec.bench_sizes[device.type][-2:]), list(spec.dtypes[:1])
         # What is timed is checked first, in the layout bench makes: a fast wrong kernel is not timed.
         report = self.kernel.check(fn, grad=False, trials=1, sizes=[], timed_sizes=sizes, dtypes=dtypes)
-        style = "green" if report.ok else "red"
-        self.console.print(f"  check of the timed sizes {', '.join(map(str, sizes))}: [{style}]{report.summary()}[/]")
-        if not report.ok:
-            for failure in report.failures[:3]:
-                self.console.print(f"    {failure}", markup=False)
+        if not self._said(report, f"check of the timed sizes {', '.join(map(str, sizes))}"):
             self.console.print("  not timed, since the timed sizes failed their check", style="red")
             return
         result = bench({self.kernel.name: fn}, spec.make_inputs, sizes=sizes, dtypes=dtypes,

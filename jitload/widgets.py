@@ -15,7 +15,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .benchmark import PEAK, BenchResult
+from .benchmark import METRIC_LABELS, PEAK, BenchResult
 from .errors import BuildError
 from .extension import Extension
 from .watcher import snapshot, wait_for_change, with_new_files
@@ -140,12 +140,11 @@ class BenchPanel:
         self.last = run
         with self.out:
             self.out.clear_output(wait=True)
-            metric = "% of peak" if "% of peak" in run.table else "GB/s" if "GB/s" in run.table else "median_ms"
+            metric = run.metric
             fig, ax = plt.subplots(figsize=(6, 3))
             ax.barh(run.table["name"], run.table[metric], color=["black" if n == PEAK else "C0"
                                                                   for n in run.table["name"]])
-            ax.set_xlabel({"% of peak": "% of the copy", "GB/s": "GB/s (bytes moved / median time)"}.get(metric,
-                                                                                                        metric))
+            ax.set_xlabel(METRIC_LABELS[metric])
             ax.set_title(f"{run.device_name}: {self.size.value} elements, {self.dtype.value}")
             fig.tight_layout()
             plt.close(fig)  # shown once, here, not again by the inline backend at the end of the cell

@@ -134,11 +134,15 @@ def test_a_large_trial_is_skipped_where_the_reference_overflows_too():
 
 # --- backward as training runs it ---------------------------------------------------------------------------------
 
-class _Add(torch.autograd.Function):
+class _AddFunction(torch.autograd.Function):
+    """a + b with a backward of its own: the subclasses plant a backward bug each."""
+
     @staticmethod
     def forward(ctx, a, b):
         return a + b
 
+
+class _Add(_AddFunction):
     @staticmethod
     def backward(ctx, grad):
         if 0 in grad.stride() and grad.numel() > 1:
@@ -492,11 +496,7 @@ def test_a_start_8_bytes_in_is_checked():
     assert {f.layout for f in report.failures} == {"offset8"}
 
 
-class _AddWithAlignedGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a + b
-
+class _AddWithAlignedGrad(_AddFunction):
     @staticmethod
     def backward(ctx, grad):
         if grad.is_contiguous() and grad.data_ptr() % 8 == 0 and not _aligned16(grad):

@@ -22,16 +22,16 @@ def test_record_sees_bytes_not_timestamps(tmp_path):
     assert fingerprint.changed(record) == [str(path)]
 
 
-def save_while_compiling(monkeypatch, path: str, text: str) -> list:
-    """Make the next build's ninja run save ``text`` to ``path`` once the compilers are done with it, as a user
-    saving before the build ends would; the returned list is non-empty once that happened."""
+def save_while_compiling(monkeypatch, path: str, text: str, writer=write) -> list:
+    """Make the next build's ninja run save ``text`` to ``path`` (with ``writer``) once the compilers are done
+    with it, as a user saving before the build ends would; the returned list is non-empty once that happened."""
     real = build.run_ninja
     saved = []
 
     def run_ninja(*args, **kwargs):
         result = real(*args, **kwargs)
         if not saved and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
-            write(path, text)
+            writer(path, text)
             saved.append(True)
             monkeypatch.setattr(build, "run_ninja", real)
         return result
@@ -85,18 +85,9 @@ def test_a_copy_that_keeps_mtime_and_size_is_a_change(tmp_path):
 def test_a_header_replaced_during_the_first_build_keeping_its_mtime_is_rebuilt(tmp_path, monkeypatch):
     sources = make_extension(tmp_path / "src", binding=PYBIND_BINDING, base=10, offset=1)
     header = str(tmp_path / "src" / "kernel.h")
-    real = build.run_ninja
-    replaced = []
-
-    def run_ninja(*args, **kwargs):
-        result = real(*args, **kwargs)
-        if not replaced and kwargs.get("ninja_file", build.NINJA_FILE) == build.NINJA_FILE:
-            keep_times(header, textwrap.dedent(HEADER.format(offset=5)).lstrip())  # compiled with OFFSET 1
-            replaced.append(True)
-            monkeypatch.setattr(build, "run_ninja", real)
-        return result
-
-    monkeypatch.setattr(build, "run_ninja", run_ninja)
+    # compiled with OFFSET 1, then replaced keeping its times
+    replaced = save_while_compiling(monkeypatch, header, textwrap.dedent(HEADER.format(offset=5)).lstrip(),
+                                    writer=keep_times)
     ext = jitload.load("copied_header", sources, build_directory=str(tmp_path / "build"))
     assert replaced and ext.value() == 11
     ext.reload()
