@@ -593,13 +593,15 @@ def check_no_device_variables(text: str, items: list[Item] | None = None) -> Non
 
 
 def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str, str] | None = None,
-                prelude: str = "") -> tuple[str, list[str]]:
+                prelude: str = "", namespace: str = "", extra: Iterable[str] = ()) -> tuple[str, list[str]]:
     """The torch-free unit for ``text`` (the file at ``path``) and the template instances it defines.
 
     ``headers`` (path -> text) are the file's own headers, which the unit includes as the file does: the kernel
     templates they define are instantiated too, for the instances this file's host code launched. ``prelude``
     (``#undef``/``#define`` lines) is the macro state the full build's device pass had after torch's includes;
     the CUDA half and bfloat16 headers, which torch's headers include, come first in every unit.
+    ``namespace`` wraps the file's code (the host JIT's own namespace, :mod:`jitload.hostunit`), and ``extra``
+    lines (its explicit instantiations) follow at global scope.
     Raises :class:`Unsure` where the file cannot be read with certainty, or holds device variables.
     """
     items = parse(text)
@@ -632,7 +634,12 @@ def device_unit(text: str, path: str, mangled: list[str] = (), headers: dict[str
     header_templates = {qualified_name(item) for header in (headers or {}).values() for item in parse(header)
                         if item.kind == "kernel" and item.is_template}
     visible = "\n".join([text, *(headers or {}).values()])
-    extra, names = instantiations(items, list(mangled), header_templates, visible)
+    own, names = instantiations(items, list(mangled), header_templates, visible)
+    extra = [*own, *extra]
+    if namespace:
+        # The standard headers a user header may include come first: inside the namespace they would break.
+        body = ["#include <cstdint>\n#include <cstddef>\n#include <cmath>\n#include <type_traits>\n",
+                f"namespace {namespace} {{\n", *body, f"}}  // namespace {namespace}\n"]
     joined = "".join(body) + "\n".join(extra)
     headers = [h for pattern, h in _LIGHT_HEADERS if pattern.search(joined)]
     lines = ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>", *(f"#include <{h}>" for h in headers)]

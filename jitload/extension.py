@@ -14,10 +14,14 @@ A change reaches the process by one of three paths, and ``ext.info`` says which 
   GPU is visible. The device code alone is recompiled and the loaded kernels are replaced in place.
 - **kernel code alone** (no GPU visible): the same edit is compiled as a swap would compile it, so that its
   errors show in about a second, and the loaded library stays as it is: nothing here runs its kernels.
+- **host JIT** (:mod:`jitload.hostjit`): a host edit of a Python module (a TORCH_CHECK, the grid math, a new
+  argument), where cppyy is installed: the sources' host code is compiled by a C++ interpreter that has
+  parsed torch's headers once per process, and their kernels by nvcc alone, in about a second. Until the full
+  build replaces it, what runs is the interpreter's code.
 - **full rebuild** (:mod:`jitload.fullbuild`): anything else. ninja recompiles the changed objects, and the
   library is linked and imported under a new name.
 
-Both of the first two start the full build at once in a process of its own (:mod:`jitload.background`),
+All three first ones start the full build at once in a process of its own (:mod:`jitload.background`),
 which writes the build on disk and its manifest, so the next process loads it without compiling. When it is
 done the handle compares it with what it runs (:mod:`jitload.imagecmp`): the same host code and kernels, and
 ``ext.info`` says ``verified``; anything else, and the full build is loaded in place of the swap, and
@@ -44,10 +48,14 @@ from . import (
     background,
     build,
     compiler_probe,
+    devicecode,
     fingerprint,
     fullbuild,
+    hostjit,
+    hostunit,
     imagecmp,
     manifest,
+    ppview,
     swap,
     swapplan,
     toolchain,
@@ -70,7 +78,8 @@ __all__ = ["BuildInfo", "BuildSpec", "Extension", "handles", "load", "load_inlin
 class BuildInfo:
     """What the last ``load``/``reload`` did.
 
-    status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'compiled'
+    status: 'built' (compiled or linked something), 'swapped' (new kernels in the loaded library), 'jit' (the host
+    code compiled by the interpreter, the kernels by nvcc alone), 'compiled'
     (no GPU: a kernel edit's device code compiled alone, the library kept), 'loaded' (imported a build
     already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
     ``reason`` says why a build ran in full when a kernel swap was not possible. ``verification`` is the state
@@ -92,12 +101,16 @@ class BuildInfo:
         why = f" ({self.reason})" if self.reason else ""
         what = {"built": f"full rebuild {self.seconds:.2f} s, {self.commands} commands{why}",
                 "swapped": f"kernel swap ({self.kernels} kernel{'s' * (self.kernels != 1)}) {self.seconds:.2f} s",
+                "jit": f"host code JIT-compiled {self.seconds:.2f} s (C++ interpreter; {self.kernels} kernel"
+                       f"{'s' * (self.kernels != 1)} from nvcc){why}",
                 "compiled": f"kernel code compiled alone {self.seconds:.2f} s (no GPU here to run it: the library "
                             "and its host code stay)",
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms{'; ' * bool(self.reason)}{self.reason})"
                 }[self.status]
-        after = {"pending": "; the full build that verifies it is running",
+        pending = ("; the full build that replaces it is running" if self.status == "jit"
+                   else "; the full build that verifies it is running")
+        after = {"pending": pending,
                  "": ""}.get(self.verification, f"; {self.verification}")
         return f"{what} -> {self.module_name}{after}"
 
@@ -140,6 +153,7 @@ class _Bet:
     lines_moved: bool  # the host code's line numbers (__LINE__) differ from the loaded library's
     files: fingerprint.Record  # the fingerprints of the files the swap read
     started: float
+    jit: bool = False  # the interpreter's host code runs: the full build replaces it, whatever it compares to
 
 
 class Extension:
@@ -162,6 +176,7 @@ class Extension:
         self._bet: _Bet | None = None
         self._verify_error: BuildError | None = None
         self._unverified = False  # kernels swapped (or compiled alone) that no full build has verified yet
+        self._jit: str | None = None  # the interpreter's namespace whose host code runs, until a full build
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -227,9 +242,14 @@ class Extension:
                                             verification="pending" if self._bet is not None else "")
                         return self
                     if not full:
-                        reason = self._try_swap(changed, start)
+                        reason = (self._try_swap(changed, start) if self._jit is None
+                                  else "the running host code is the interpreter's")
                         if not reason:
                             return self
+                        refused = self._try_host_jit(changed, start, reason)
+                        if not refused:
+                            return self
+                        reason = f"{reason}; {refused}"
                 self._cancel_bet()
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
@@ -321,6 +341,68 @@ class Extension:
         self._start_bet(decision.lines_moved, decision.files)
         return ""
 
+    def _try_host_jit(self, changed: list[str], start: float, why: str) -> str:
+        """Compile the sources' host code in the interpreter and their kernels with nvcc alone, make that the
+        running code and start the full build that replaces it; '' when done, else why not."""
+        spec = self._spec
+        cuda = any(src.endswith(_CUDA_SUFFIXES) for src in spec.sources)
+        refused = hostjit.unavailable()
+        if not refused and not spec.python_module:
+            refused = "an op library registers its namespace once per process"
+        if not refused and cuda and not swap.gpu_available():
+            refused = "no GPU is visible to run the kernels"
+        if refused:
+            return f"host JIT: {refused}"
+        before = fingerprint.take(changed)
+        texts: dict[str, str] = {}
+
+        def read(path: str) -> str:
+            text = texts[path] = fullbuild.read_text(path)
+            if text is None:
+                raise hostunit.Unsupported(f"{_label(path)} cannot be read")
+            return text
+
+        namespace = hostjit.new_namespace(spec.name)
+        try:
+            flags = hostjit.build_flags(spec.build_directory, cuda)
+            user_dirs = [d for d in flags.include_dirs if swapplan._is_user_file(d)]
+            unit = hostunit.build(list(spec.sources), namespace, read=read, include_dirs=user_dirs,
+                                  defines=flags.defines)
+            hostjit.start(flags.include_dirs, cuda)
+            compiled = hostjit.compile_unit(unit, namespace)
+            images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
+        except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
+            return f"host JIT: {err}"
+        state = self._state
+        state.files.update(before)
+        state.files.update(fingerprint.take([f for f in unit.files if f not in state.files]))
+        self._texts.update(texts)
+        self._module, self._jit = compiled.module, namespace
+        self.info = BuildInfo("jit", time.perf_counter() - start, len(images), namespace,
+                              kernels=len(compiled.instances), reason=why, verification="pending")
+        self._unverified = True
+        self._start_bet(False, before, jit=True)
+        return ""
+
+    def _jit_kernels(self, unit: hostunit.Unit, texts: dict[str, str], instances: list[tuple[int, str]]
+                     ) -> dict[str, bytes]:
+        """nvcc's device code for the unit's kernels (each CUDA source's, in the unit's namespace), loaded and
+        bound to the launches the interpreter compiled."""
+        directory = self._spec.build_directory
+        cuda_sources = [s for s in self._spec.sources if s.endswith(_CUDA_SUFFIXES)]
+        lines = hostjit.unit_instantiations(instances)
+        units = {}
+        for n, src in enumerate(cuda_sources):
+            if any(devicecode.includes_torch(texts[f]) for f in unit.files if f != src and f in texts
+                   and f.endswith(swapplan.DEVICE_CAPABLE) and f not in self._spec.sources):
+                raise swap.SwapError("a user header includes torch headers")
+            units[src], _ = devicecode.device_unit(texts[src], src, [], {},
+                                                   prelude=ppview.device_prelude(directory, src),
+                                                   namespace=unit.namespace, extra=lines if n == 0 else ())
+        images = swap.compile_units(directory, units)
+        hostjit.bind(images, instances, os.path.join(directory, swap.SWAP_DIR))
+        return images
+
     def _built_kernels(self, source: str) -> set[str]:
         """The kernels the loaded build's object of ``source`` defines (read from its device image by the
         full build); raises SwapError where that build did not record them."""
@@ -328,12 +410,12 @@ class Extension:
             raise swap.SwapError(f"the last full build did not record the kernels of {_label(source)}")
         return set(self._state.kernels[source])
 
-    def _start_bet(self, lines_moved: bool, files: fingerprint.Record) -> None:
+    def _start_bet(self, lines_moved: bool, files: fingerprint.Record, jit: bool = False) -> None:
         self._verify_error = None
         job = background.Job(self._spec.to_json(), self._spec.build_directory,
                              lambda outcome: self._settle(bet, outcome))
         bet = _Bet(job, dict(self._images), dict(self._loaded_objects), lines_moved, dict(files),
-                   time.perf_counter())
+                   time.perf_counter(), jit)
         self._bet = bet
         job.start()
 
@@ -351,7 +433,8 @@ class Extension:
                 directory = self._spec.build_directory
                 self._verify_error = BuildError(self._spec.name, outcome.log or outcome.error, directory,
                                                 os.path.join(directory, build.LOG_FILE))
-                running = "the swapped kernels still run" if self._swapped else "the loaded library stays"
+                running = ("the interpreter's host code still runs" if bet.jit else
+                           "the swapped kernels still run" if self._swapped else "the loaded library stays")
                 self.info = replace(info, verification=f"NOT verified: the full build failed ({running}; "
                                                        "ext.wait() and reload() raise its errors)")
                 self._notify()
@@ -359,13 +442,15 @@ class Extension:
             state = manifest.read(self._spec.build_directory)
             # A file saved after the swap was read by the full build: it built newer code than was swapped.
             moved = [p for p, entry in bet.files.items() if (state.files.get(p) or [None] * 3)[2] != entry[2]]
-            differences = [] if moved else self._differences(bet, state)
+            differences = ["host code"] if bet.jit else [] if moved else self._differences(bet, state)
             if not moved and not differences:
                 self._state, self._texts, self._unverified = state, fullbuild.texts_as_built(state.files), False
                 self.info = replace(info, verification=f"verified by the full build ({seconds:.1f} s)")
                 self._notify()
                 return
-            if moved:
+            if bet.jit:
+                note = "the full build replaces the interpreter's host code"
+            elif moved:
                 note = (f"{', '.join(_label(p) for p in moved)} changed after the swap: the full build of the "
                         "newer text")
             elif bet.lines_moved and differences == ["host code"]:
@@ -448,6 +533,7 @@ class Extension:
             raise BuildError(self._spec.name, f"the library was built but cannot be loaded: {err}", directory,
                              os.path.join(directory, build.LOG_FILE)) from err
         self._verify_error, self._unverified = None, False  # a full build loaded: what runs is on disk
+        self._jit = None
         if module is not self._module:
             self.modules_loaded += 1
             self._swapped, self._images = set(), {}

@@ -125,7 +125,7 @@ class Shim:
         return done
 
 
-def _ninja_variables(build_directory: str) -> dict[str, str]:
+def ninja_variables(build_directory: str) -> dict[str, str]:
     values = {}
     with open(os.path.join(build_directory, "build.ninja")) as f:
         for line in f:
@@ -137,7 +137,7 @@ def _ninja_variables(build_directory: str) -> dict[str, str]:
 
 def device_command(build_directory: str, unit: str, image: str, source: str) -> list[str]:
     """nvcc with the build's own device flags (arch list, defines, includes), compiling ``unit`` to a fatbin."""
-    values = _ninja_variables(build_directory)
+    values = ninja_variables(build_directory)
     if "nvcc" not in values:
         raise SwapError("the build has no CUDA compile rule")
     return [*shlex.split(values["nvcc"]), "-fatbin", f"-I{os.path.dirname(source)}",

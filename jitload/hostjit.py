@@ -1,0 +1,393 @@
+"""Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
+
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, holding the GIL),
+and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s. Its
+kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's namespace) and are
+launched through their ``cudaKernel_t`` on the stream the code names. Its functions are torch ops
+(``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a wrapper
+that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too.
+
+What runs here is a stand-in: the caller (:mod:`jitload.extension`) starts the full build at once and loads
+it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
+is a new namespace and op library), so a process that takes hundreds of host edits grows by their size.
+
+``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts parsing torch's headers at the first full build
+of an extension that could use it, in a thread (the parse holds the GIL, so Python pauses meanwhile); unset,
+the headers are parsed at the first host edit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import itertools
+import os
+import re
+import sysconfig
+import tempfile
+import threading
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from . import hostunit
+
+ENV = "JITLOAD_HOST_JIT"
+
+_PRELUDE = r"""
+#include <torch/extension.h>
+#include <cstdint>
+#include <typeinfo>
+#include <vector>
+namespace jitload_rt {
+inline std::vector<const char*>& tags() { static std::vector<const char*> v; return v; }
+inline int note(const char* name) { tags().push_back(name); return (int)tags().size() - 1; }
+// One per kernel instance a launch names; its typeid name holds the kernel's mangled name.
+template <auto F> struct Tag { static inline const int index = note(typeid(Tag<F>).name()); };
+
+// torch ops take int64_t and double where pybind11 also took int and float.
+template <class T> struct Widen { using type = T; };
+template <class T> struct Widen<const T> { using type = typename Widen<T>::type; };
+template <class T> struct Widen<T&> { using type = typename Widen<T>::type; };
+template <class T> struct Widen<const T&> { using type = typename Widen<T>::type; };
+template <> struct Widen<int> { using type = int64_t; };
+template <> struct Widen<unsigned> { using type = int64_t; };
+template <> struct Widen<short> { using type = int64_t; };
+template <> struct Widen<long long> { using type = int64_t; };
+template <> struct Widen<unsigned long> { using type = int64_t; };
+template <> struct Widen<float> { using type = double; };
+template <auto F, class S = decltype(F)> struct Adapt;
+template <auto F, class R, class... A> struct Adapt<F, R (*)(A...)> {
+  static typename Widen<R>::type call(typename Widen<A>::type... a) {
+    return static_cast<typename Widen<R>::type>(F(static_cast<A>(a)...));
+  }
+};
+template <auto F, class R, class... A> struct Adapt<F, R (*)(A...) noexcept> : Adapt<(R (*)(A...))F> {};
+
+// Compiled once here, so that the first unit does not pay for torch's op-registration templates (seconds).
+inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
+  TORCH_CHECK(x.dim() >= 0 && x.size(0) >= 0 && x.is_contiguous(), "x has ", x.numel(), " elements");
+  at::Tensor y = torch::empty_like(x);
+  if (c) (void)y.data_ptr<float>();
+  return c ? x * a + b : y;
+}
+}  // namespace jitload_rt
+TORCH_LIBRARY(jitload_rt_warm, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm>::call); }
+"""
+
+_CUDA_PRELUDE = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <stdexcept>
+#include <string>
+namespace jitload_rt {
+inline std::vector<cudaKernel_t>& kernels() { static std::vector<cudaKernel_t> v; return v; }
+inline std::vector<cudaLibrary_t>& libraries() { static std::vector<cudaLibrary_t> v; return v; }
+inline int load_library(const char* path) {
+  cudaLibrary_t library;
+  cudaError_t err = cudaLibraryLoadFromFile(&library, path, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (err != cudaSuccess) return -(int)err;
+  libraries().push_back(library);
+  return (int)libraries().size() - 1;
+}
+inline int bind(int tag, int library, const char* name) {
+  cudaKernel_t kernel;
+  cudaError_t err = cudaLibraryGetKernel(&kernel, libraries()[library], name);
+  if (err != cudaSuccess) return (int)err;
+  if ((int)kernels().size() <= tag) kernels().resize(tag + 1, nullptr);
+  kernels()[tag] = kernel;
+  return 0;
+}
+template <class... P> struct Launcher {
+  cudaKernel_t kernel; dim3 grid, block; size_t shmem; cudaStream_t stream;
+  // As nvcc's stub: the arguments converted to the parameters' types, launch errors left to cudaGetLastError.
+  void operator()(P... p) const {
+    void* args[] = {(void*)&p..., nullptr};
+    (void)cudaLaunchKernel((const void*)kernel, grid, block, args, shmem, stream);
+  }
+};
+template <class... P>
+Launcher<P...> launcher(void (*)(P...), cudaKernel_t k, dim3 g, dim3 b, size_t s, cudaStream_t st) {
+  return {k, g, b, s, st};
+}
+template <auto F> auto launch(dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0) {
+  int tag = Tag<F>::index;
+  if (tag >= (int)kernels().size() || !kernels()[tag])
+    throw std::runtime_error(std::string("jitload: no device code was loaded for ") + tags()[tag]);
+  return launcher(F, kernels()[tag], grid, block, shmem, stream);
+}
+// As the op above: the launch templates and torch's CUDA stream code, compiled once.
+inline void warm_kernel(const float*, float*, int64_t) {}
+inline void warm_launch(const at::Tensor& x, bool go) {
+  if (go) launch<warm_kernel>(dim3(1), dim3(1), 0, at::cuda::getCurrentCUDAStream())(x.data_ptr<float>(), nullptr, 1);
+}
+}  // namespace jitload_rt
+TORCH_LIBRARY(jitload_rt_warm_cuda, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm_launch>::call); }
+"""
+
+
+class JitError(Exception):
+    """The interpreter refused the unit, or its kernels could not be bound; ``messages`` are its errors."""
+
+    def __init__(self, text: str, messages: list[str] | None = None):
+        super().__init__(text)
+        self.messages = messages or []
+
+
+def setting() -> str:
+    return os.environ.get(ENV, "").strip().lower()
+
+
+def unavailable() -> str:
+    """'' where the host JIT can run here, else why not."""
+    if setting() in {"0", "off", "no", "false"}:
+        return f"the host JIT is off ({ENV}={os.environ[ENV]})"
+    try:
+        import cppyy  # noqa: F401  (imported here: it starts the interpreter, about half a second)
+    except Exception as err:
+        return f"the host JIT needs cppyy (pip install cppyy): {err}"
+    return ""
+
+
+@dataclass
+class _Session:
+    cuda: bool = False
+    ready: bool = False
+    paths: set[str] = field(default_factory=set)
+
+
+_session = _Session()
+_lock = threading.Lock()
+_counter = itertools.count(1)
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[list[str]]:
+    """The interpreter writes its diagnostics to file descriptor 2; they are read back from a file."""
+    out: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as f:
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            out.append(f.read().decode(errors="replace"))
+
+
+def _declare(code: str) -> None:
+    import cppyy
+
+    with _captured_stderr() as err:
+        ok = cppyy.gbl.gInterpreter.Declare(code)
+    text = err[0] if err else ""
+    errors = [ln for ln in text.splitlines() if re.search(r"\berror\b", ln)]
+    if not ok or errors:
+        first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
+        raise JitError(first, errors or [first])
+
+
+def _torch_libraries(cuda: bool) -> list[str]:
+    import torch
+
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names = ["libc10.so", "libtorch_cpu.so", "libtorch.so", "libtorch_python.so"]
+    if cuda:
+        names[1:1] = ["libc10_cuda.so"]
+        names.append("libtorch_cuda.so")
+    return [os.path.join(lib, n) for n in names if os.path.exists(os.path.join(lib, n))]
+
+
+def _loaded_cudart() -> str | None:
+    """The CUDA runtime torch loaded: the interpreter's launches must go through the same one."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if line.count(" ") >= 5 else ""
+            if re.search(r"/libcudart\.so[.\d]*$", path):
+                return path
+    return None
+
+
+def start(include_dirs: list[str], cuda: bool) -> None:
+    """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
+    with _lock:
+        os.environ.setdefault("EXTRA_CLING_ARGS", "-O2 -std=c++20")
+        import cppyy
+
+        for d in [*include_dirs, sysconfig.get_paths()["include"]]:
+            if d not in _session.paths and os.path.isdir(d):
+                cppyy.add_include_path(d)
+                _session.paths.add(d)
+        if _session.ready and (_session.cuda or not cuda):
+            return
+        if not _session.ready:
+            for path in _torch_libraries(cuda):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            _declare(_PRELUDE)
+            import torch._dynamo  # (torch.compiler.disable imports it at first use: seconds)
+
+            _session.ready = True
+        if cuda and not _session.cuda:
+            import torch
+
+            torch.cuda.init()
+            for path in _torch_libraries(True):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            runtime = _loaded_cudart() or next(iter(sorted(glob.glob("/usr/local/cuda/lib64/libcudart.so*"))), None)
+            if runtime:
+                ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
+            _declare(_CUDA_PRELUDE)
+            _session.cuda = True
+
+
+def warm(include_dirs: list[str], cuda: bool) -> threading.Thread:
+    """:func:`start` in a daemon thread (errors are seen again, and reported, by the edit that needs it)."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            start(include_dirs, cuda)
+
+    thread = threading.Thread(target=run, name="jitload-host-jit-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def new_namespace(name: str) -> str:
+    return f"jl_{name}_{os.getpid()}_{next(_counter)}"
+
+
+@dataclass
+class Compiled:
+    """A unit the interpreter took: its ops' Python module and the kernel instances its launches name."""
+
+    module: types.ModuleType
+    instances: list[tuple[int, str]]  # (tag, demangled spelling) of each kernel instance the unit launches
+
+
+def _spelled(tag_name: str) -> str:
+    """The kernel instance a ``Tag<&k>`` names, as the demangler spells it: ``void ns::k<float>(float*, int)``
+    for a template instance, ``ns::k`` for a plain kernel. (The kernel's own mangled name cannot be cut out of
+    the tag's: its substitutions count from the tag's start.)"""
+    from . import devicecode
+
+    text = devicecode.demangle(tag_name) or ""
+    match = re.fullmatch(r"jitload_rt::Tag<&\((.*)\)>|jitload_rt::Tag<&(.*)>", text)
+    if not match:
+        raise JitError(f"jitload cannot read the kernel in {tag_name}")
+    return (match.group(1) or match.group(2)).strip()
+
+
+def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
+    """Declare ``unit`` to the interpreter (after :func:`start`) and make its ops a Python module."""
+    import cppyy
+    import torch
+
+    tags = cppyy.gbl.jitload_rt.tags
+    before = tags().size()
+    _declare(unit.code)
+    names = [tags()[i] for i in range(before, tags().size())]
+    instances = [(before + i, _spelled(n.decode() if isinstance(n, bytes) else str(n))) for i, n in enumerate(names)]
+    ops = getattr(torch.ops, unit.library)
+    module = types.ModuleType(module_name, f"host code compiled by jitload's C++ interpreter ({unit.namespace})")
+    module.__file__ = None
+    for binding in unit.bindings:
+        setattr(module, binding.name, _caller(getattr(ops, binding.name), binding.name))
+    return Compiled(module, instances)
+
+
+def _caller(op, name: str):
+    import torch
+
+    def call(*args):
+        return op(*args)
+
+    call.__name__ = call.__qualname__ = name
+    # A pybind11 function is opaque to torch.compile (a graph break); so is this stand-in for one, rather
+    # than an op traced with fake tensors that its raw data pointers cannot take.
+    return torch.compiler.disable(call)
+
+
+def unit_instantiations(instances: list[tuple[int, str]]) -> list[str]:
+    """Explicit instantiations (at global scope) of the templated kernel instances a unit launches."""
+    return [f"template __global__ {spelled};" for _, spelled in instances if "(" in spelled]
+
+
+def _kernel_for(spelled: str, kernels: dict[str, str]) -> str | None:
+    """The mangled name, among ``kernels`` (mangled -> demangled), of the instance ``spelled`` names."""
+    found = [m for m, text in kernels.items()
+             if text == spelled or ("(" not in spelled and text.partition("(")[0] == spelled)]
+    if len(found) > 1:
+        raise JitError(f"{spelled} names {len(found)} kernels (overloads): which one a launch takes is unknown")
+    return found[0] if found else None
+
+
+def bind(images: dict[str, bytes], instances: list[tuple[int, str]], directory: str) -> None:
+    """Load the compiled device images and point each launched kernel instance at its code."""
+    import cppyy
+
+    from . import devicecode, imagecmp
+
+    rt = cppyy.gbl.jitload_rt
+    libraries: dict[str, int] = {}
+    demangled: dict[str, str] = {}
+    for source, image in images.items():
+        path = os.path.join(directory, f"{os.path.basename(source)}.{os.getpid()}.jit.fatbin")
+        with open(path, "wb") as f:
+            f.write(image)
+        library = rt.load_library(path)
+        if library < 0:
+            raise JitError(f"cudaLibraryLoadFromFile failed for the device code of {os.path.basename(source)} "
+                           f"(error {-library})")
+        kernels, _ = imagecmp.image_symbols(image)
+        for name in kernels:
+            if name not in libraries:
+                libraries[name] = library
+                demangled[name] = devicecode.demangle(name) or name
+    for tag, spelled in instances:
+        mangled = _kernel_for(spelled, demangled)
+        if mangled is None:
+            raise JitError(f"the device code lacks {spelled}")
+        err = rt.bind(tag, libraries[mangled], mangled)
+        if err:
+            raise JitError(f"cudaLibraryGetKernel({mangled}) failed (error {err})")
+
+
+@dataclass(frozen=True)
+class Flags:
+    include_dirs: list[str]  # -I and -isystem folders, in the compile line's order
+    defines: dict[str, str]  # the user's and torch's -D macros (the ABI's and CUDA's own are left out)
+
+
+def build_flags(build_directory: str, cuda: bool) -> Flags:
+    """The include folders and macros of the full build's own compile lines (its ninja file)."""
+    import shlex
+
+    from . import swap
+
+    values = swap.ninja_variables(build_directory)
+    words = shlex.split(values.get("cflags", "")) + (shlex.split(values.get("cuda_cflags", "")) if cuda else [])
+    dirs: list[str] = []
+    defines: dict[str, str] = {}
+    for i, word in enumerate(words):
+        flag, value = _flag(word, words[i + 1] if i + 1 < len(words) else "")
+        if flag == "-D":
+            name, eq, text = value.partition("=")
+            # Macros of the ABI and of CUDA's half types act on headers parsed once per process: not per unit.
+            if not name.startswith("_") and name != "TORCH_API_INCLUDE_EXTENSION_H":
+                defines[name] = text if eq else "1"
+        elif flag and value not in dirs:
+            dirs.append(value)
+    return Flags(dirs, defines)
+
+
+def _flag(word: str, following: str) -> tuple[str, str]:
+    """('-I'|'-isystem'|'-D', its value) for a compile-line word, else ('', '')."""
+    if word in ("-I", "-isystem", "-D"):
+        return word, following
+    if word.startswith(("-I", "-D")) and len(word) > 2:
+        return word[:2], word[2:]
+    return "", ""

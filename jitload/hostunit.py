@@ -1,0 +1,290 @@
+"""An extension's sources as one C++ unit for the host JIT (:mod:`jitload.hostjit`): host code, kernel stubs, ops.
+
+A host edit (a TORCH_CHECK, the grid math, a new argument) of a source that includes torch costs a full build
+of 30-60 s, nearly all of it torch's headers. A C++ interpreter that has parsed those headers once (cling)
+compiles the same host code in a fraction of a second, if the code is given to it as host C++:
+
+- every source of the extension, in order, inside one namespace of its own (``jl_<name>_<n>``), so that an
+  edited function is a new definition and not a redefinition; toolchain ``#include`` lines (torch, CUDA, the
+  standard library) are hoisted above it, and the user's own headers are read in place (``#line`` directives
+  keep every message on the user's file and line). Each macro the unit defines is ``#undef``'d after it, so
+  a define removed by an edit is gone, and include guards open again for the next unit;
+- a kernel keeps its declaration with an empty body (the name its launches take the address of); ``__device__``
+  functions are left out (only kernels call them);
+- ``k<<<grid, block, shmem, stream>>>(args)`` becomes ``::jitload_rt::launch<k>(grid, block, shmem,
+  stream)(args)``: the arguments are converted to the kernel's parameter types as nvcc's stub converts them,
+  and the launch goes to the kernel of the device code nvcc compiles from the same namespace (the names match
+  by construction: both sides mangle the same declaration);
+- ``PYBIND11_MODULE`` becomes a ``TORCH_LIBRARY`` block: each ``m.def("f", &f)`` is an op whose schema torch
+  infers from ``f``'s type (``int``/``float`` parameters widened to ``int64_t``/``double``), because a
+  pybind11 module cannot be created inside the interpreter (its weak symbols would be defined twice).
+
+What this cannot take raises :class:`Unsupported` with the reason; the caller builds in full.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import devicecode
+from .build import toolchain_roots
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+_DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
+_DEF_CALL = re.compile(r"\s*(\w+)\s*\.\s*def\s*\(", re.S)
+_DOC_CALL = re.compile(r"\s*\w+\s*\.\s*doc\s*\(\s*\)\s*=", re.S)
+_WRAPPED = re.compile(r"^(?:torch::)?wrap_pybind_function\s*\((.*)\)$", re.S)
+
+
+class Unsupported(Exception):
+    """The sources hold something the host JIT does not take; the message says what, and where."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str  # the Python name (m.def's first argument)
+    function: str  # the C++ expression of the function, as the user spelled it (without '&')
+
+
+@dataclass
+class Unit:
+    """The C++ text for the interpreter and what it defines."""
+
+    namespace: str
+    code: str
+    bindings: list[Binding] = field(default_factory=list)
+    library: str = ""  # the torch.ops namespace of the bindings
+    has_kernels: bool = False
+    files: list[str] = field(default_factory=list)  # every user file read (sources, then headers)
+
+
+def _label(path: str) -> str:
+    return os.path.basename(path)
+
+
+def _split_args(code: str) -> list[str]:
+    """``code`` (a masked argument list) split at its top-level commas, as (start, end) spans' text."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(code):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append((start, i))
+            start = i + 1
+    parts.append((start, len(code)))
+    return parts
+
+
+def _launch_start(masked: str, end: int) -> int:
+    """Where the kernel expression before a ``<<<`` at ``end`` starts: ``ns::k<T, 4>``, read backwards."""
+    i = end
+    while i > 0 and masked[i - 1].isspace():
+        i -= 1
+    start = i
+    while i > 0:
+        ch = masked[i - 1]
+        if ch == ">":
+            opening = devicecode.matching_open(masked[:i], i - 1)
+            if opening < 0:
+                break
+            i = opening
+        elif ch.isalnum() or ch == "_":
+            i -= 1
+        elif ch == ":" and i > 1 and masked[i - 2] == ":":
+            i -= 2
+        else:
+            break
+        start = i
+    return start
+
+
+def rewrite_launches(text: str) -> str:
+    """``text`` with each ``kernel<<<config>>>(args)`` turned into a call of jitload's launcher (lines kept)."""
+    masked = devicecode._mask(text)
+    edits: list[tuple[int, int, str]] = []
+    pos = 0
+    while (at := masked.find("<<<", pos)) >= 0:
+        close = masked.find(">>>", at + 3)
+        if close < 0:
+            raise Unsupported(f"a '<<<' without its '>>>' at line {text.count(chr(10), 0, at) + 1}")
+        paren = at + 3 + len(masked[at + 3:close]) + 3
+        while paren < len(masked) and masked[paren].isspace():
+            paren += 1
+        start = _launch_start(masked, at)
+        if start == at or paren >= len(masked) or masked[paren] != "(":
+            raise Unsupported(f"a launch whose kernel or arguments jitload cannot read, at line "
+                              f"{text.count(chr(10), 0, at) + 1}")
+        kernel = text[start:at].strip()
+        config = text[at + 3:close]
+        edits.append((start, close + 3, f"::jitload_rt::launch<{kernel} >({config})"))
+        pos = close + 3
+    for a, b, new in reversed(edits):
+        text = text[:a] + new + text[b:]
+    return text
+
+
+def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
+    """The ``m.def`` calls of a ``PYBIND11_MODULE`` block (anything else in it is Unsupported)."""
+    masked = devicecode._mask(text)
+    body_start, body_end = item.body + 1, item.end - 1
+    while body_end > body_start and masked[body_end] != "}":
+        body_end -= 1
+    body = masked[body_start:body_end]
+    out = []
+    statements, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == ";" and depth == 0:
+            statements.append((start, i))
+            start = i + 1
+    if body[start:].strip():
+        raise Unsupported(f"{where}: the PYBIND11_MODULE block ends without ';'")
+    for a, b in statements:
+        code = body[a:b]
+        if _DOC_CALL.match(code):
+            continue
+        call = _DEF_CALL.match(code)
+        if not call or not code.rstrip().endswith(")"):
+            shown = " ".join(text[body_start + a:body_start + b].split())[:80]
+            raise Unsupported(f"{where}: '{shown}' in PYBIND11_MODULE (only m.def(\"name\", &function[, \"doc\"]) "
+                              "is taken)")
+        inner_start = body_start + a + call.end()
+        inner_end = body_start + a + len(code.rstrip()) - 1
+        spans = _split_args(masked[inner_start:inner_end])
+        args = [text[inner_start + s:inner_start + e].strip() for s, e in spans]
+        name = args[0]
+        if not re.fullmatch(r'"[A-Za-z_]\w*"', name):
+            raise Unsupported(f"{where}: m.def({name}, ...) needs a plain name")
+        extra = [arg for arg in args[2:] if not re.fullmatch(r'"(?:\\.|[^"\\])*"', arg)]
+        if extra:
+            raise Unsupported(f"{where}: m.def({name}, ...) passes {extra[0][:40]} (keyword names and defaults are "
+                              "pybind11's alone)")
+        function = args[1] if len(args) > 1 else ""
+        wrapped = _WRAPPED.match(function)
+        function = (wrapped.group(1) if wrapped else function).strip()
+        function = function[1:].strip() if function.startswith("&") else function
+        if not re.fullmatch(r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*", function):
+            raise Unsupported(f"{where}: m.def({name}, {function[:40]}) binds something other than a named function")
+        out.append(Binding(name[1:-1], function))
+    return out
+
+
+@dataclass
+class _Reader:
+    """Reads sources and their user headers into the unit's body, hoisting toolchain includes."""
+
+    include_dirs: list[str]
+    read: Callable[[str], str]
+    hoisted: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    has_kernels: bool = False
+    stack: list[str] = field(default_factory=list)
+
+    def resolve(self, target: str, quoted: bool, including: str) -> str | None:
+        """The user file an include names, or None for the toolchain's and for one not found in the user's
+        folders (the interpreter searches torch's, CUDA's and the system's, and reports one missing)."""
+        dirs = [os.path.dirname(including)] if quoted else []
+        for d in [*dirs, *self.include_dirs]:
+            candidate = os.path.normpath(os.path.join(d, target))
+            if os.path.isfile(candidate):
+                return candidate if _is_user_file(candidate) else None
+        return None
+
+    def add(self, path: str) -> None:
+        if path in self.stack:
+            return  # a header that includes itself (guarded): the guard decides, as for the compiler
+        self.stack.append(path)
+        try:
+            text = self.read(path)
+            self.files.append(path)
+            self._add_text(path, text)
+        finally:
+            self.stack.pop()
+
+    def _add_text(self, path: str, text: str) -> None:
+        try:
+            items = devicecode.parse(text)
+            devicecode.check_no_device_variables(text, items)
+        except devicecode.Unsure as err:
+            raise Unsupported(f"{_label(path)}: {err}") from err
+        masked = devicecode._mask(text)
+        if "__COUNTER__" in masked:
+            raise Unsupported(f"{_label(path)}: __COUNTER__ counts differently in the interpreter")
+        if re.search(r"(?m)^[ \t]*#[ \t]*line\b", masked):
+            raise Unsupported(f"{_label(path)}: a #line directive of its own")
+        self.defines += _DEFINE.findall(masked)
+        for item in items:
+            where = f"{_label(path)}:{item.line}"
+            snippet = text[item.start:item.end]
+            if item.kind == "pp":
+                if self._include(path, snippet, item.line):
+                    continue
+                if re.match(r"\s*#\s*pragma\s+once\b", snippet):
+                    continue
+            elif item.kind == "registration":
+                if item.name != "PYBIND11_MODULE":
+                    raise Unsupported(f"{where}: {item.name} (an op library registers its namespace once per "
+                                      "process)")
+                self.bindings += _bindings(text, item, where)
+                continue
+            elif item.kind == "device":
+                # Only kernels call device functions; directives inside the body still act on what follows.
+                directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
+                if directives:
+                    self.body.append(f'#line {item.line} "{path}"\n' + "\n".join(directives) + "\n")
+                continue
+            elif item.kind == "kernel":
+                self.has_kernels = True
+                directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
+                snippet = text[item.start:item.body] + "{}\n" + "\n".join(directives)
+            self.body.append(f'#line {item.line} "{path}"\n{rewrite_launches(snippet)}\n')
+
+    def _include(self, path: str, snippet: str, line: int) -> bool:
+        match = _INCLUDE.match(snippet)
+        if not match:
+            return False
+        quoted, target = match.group(1) == '"', match.group(2)
+        user = self.resolve(target, quoted, path)
+        if user is None:
+            self.hoisted.append(f'#line {line} "{path}"\n{snippet.strip()}')
+            return True
+        self.add(user)
+        self.body.append(f'#line {line + 1} "{path}"\n')
+        return True
+
+
+def _is_user_file(path: str) -> bool:
+    return not os.path.realpath(path).startswith(toolchain_roots())
+
+
+def build(sources: list[str], namespace: str, *, read: Callable[[str], str], include_dirs: list[str] = (),
+          defines: dict[str, str] | None = None) -> Unit:
+    """The interpreter's unit for ``sources`` (read through ``read``), in ``namespace``.
+
+    ``include_dirs`` are the build's ``-I`` folders (for the user's headers), ``defines`` its ``-D`` macros
+    (``TORCH_EXTENSION_NAME`` among them). Raises :class:`Unsupported`.
+    """
+    reader = _Reader(list(include_dirs), read)
+    for src in sources:
+        reader.add(src)
+    if not reader.bindings:
+        raise Unsupported("no PYBIND11_MODULE with m.def(...) in the sources: nothing to call")
+    library = f"{namespace}_ops"
+    macros = dict(defines or {})
+    head = [f"#define {k} {v}".rstrip() for k, v in macros.items()]
+    lines = [*head, *reader.hoisted, f"namespace {namespace} {{", *reader.body]
+    lines.append(f"TORCH_LIBRARY({library}, m) {{")
+    lines += [f'  m.def("{b.name}", &::jitload_rt::Adapt<&{b.function}>::call);' for b in reader.bindings]
+    lines.append("}")
+    lines.append(f"}}  // namespace {namespace}")
+    lines += [f"#undef {name}" for name in dict.fromkeys([*macros, *reader.defines])]
+    return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.files)
