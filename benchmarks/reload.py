@@ -9,8 +9,11 @@ Part 2 (on a GPU), the layouts people write first, from tests/swap_corpus: the s
 add.cu, an AT_DISPATCH template (checked in half precision), load_inline with a torch wrapper in
 cuda_sources, and a TORCH_LIBRARY op library. Each step is timed from the call of load to the first checked
 result: cold, kernel-body edit, (jitload) the wait for the background full build that verifies the swap,
-the next process after the edit (a restart: load and check only), a re-save of identical bytes, a host edit
-(a TORCH_CHECK message). Each (layout, loader) pair runs in its own process, --jobs of them at once.
+the next process after the edit (a restart: load and check only), a re-save of identical bytes, three host
+edits (a TORCH_CHECK message changed, changed back, changed again) and, for jitload, the wait for the full
+build that replaces the host JIT's code. jitload runs with JITLOAD_HOST_JIT=warm (as `jitload watch` does):
+torch's headers are parsed for the host JIT during the cold build; --host-jit lazy parses them at the first
+host edit instead. Each (layout, loader) pair runs in its own process, --jobs of them at once.
 
     python benchmarks/reload.py [--jobs 8] [--out reload.md]   # then curate into benchmarks/results/MACHINE.md
 """
@@ -231,6 +234,16 @@ step("re-save, same bytes", True)
 if host_edit:
     edit(*host_edit)
     step("host edit (TORCH_CHECK message)", True)
+    edit(host_edit[1], host_edit[0])
+    step("host edit again (the message back)", True)
+    edit(*host_edit)
+    step("host edit, a third", True)
+    if which == "jitload":
+        t = time.perf_counter()
+        ce.wait()
+        info = str(list(ce.handles().values())[0].info)
+        print(json.dumps({"step": "host edit replaced by the full build", "seconds": time.perf_counter() - t,
+                          "live": bool(torch.allclose(*load(True), rtol=1e-2, atol=1e-2)), "how": info}), flush=True)
 """
 
 
@@ -285,6 +298,8 @@ def main() -> None:
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     parser.add_argument("--jobs", type=int, default=1, help="layout runs at once (part 2)")
     parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
+    parser.add_argument("--host-jit", choices=("warm", "lazy", "off"), default="warm",
+                        help="jitload's JITLOAD_HOST_JIT in part 2 (default: warm, as `jitload watch` runs)")
     args = parser.parse_args()
 
     import torch
@@ -307,7 +322,7 @@ def main() -> None:
         f"- machine: {platform.node()}, {os.cpu_count()} cores, GPU: {gpu}",
         f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
         f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
-        f"- command: `python benchmarks/reload.py --jobs {args.jobs}`",
+        f"- command: `python benchmarks/reload.py --jobs {args.jobs} --host-jit {args.host_jit}`",
         "- live? = the call after the step returned the edited constant (no = a stale module)",
         "",
         "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
@@ -323,7 +338,9 @@ def main() -> None:
         lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
                   f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
     if torch.cuda.is_available():
+        env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
         lines += layouts_table(env, args.jobs)
+        lines += ["", f"jitload ran with JITLOAD_HOST_JIT={env['JITLOAD_HOST_JIT'] or '(unset)'}."]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -164,6 +164,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from .watcher import watch_target
 
+    # Every save is an edit to take quickly: torch's headers are parsed for the host JIT during the first build.
+    os.environ.setdefault("JITLOAD_HOST_JIT", "warm")
     watcher = watch_target(args.target, name=args.name, check=args.check, bench=args.bench)
     try:
         watcher.run()

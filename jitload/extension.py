@@ -501,6 +501,8 @@ class Extension:
         if crash is not None:
             warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
                           "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
+        if hostjit.setting() == "warm" and spec.python_module and not hostjit.unavailable():
+            hostjit.warm(any(s.endswith(_CUDA_SUFFIXES) for s in spec.sources) and swap.gpu_available())
         result = fullbuild.run(spec, force=force, verbose=self._verbose)
         if result.commands:
             status = "built"

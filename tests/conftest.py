@@ -73,6 +73,9 @@ def _private_cache(tmp_path_factory):
         mp.setenv("TORCH_EXTENSIONS_DIR", os.environ.get("JITLOAD_TEST_EXTENSIONS_DIR")
                   or str(run_root / "torch_extensions"))
         mp.setenv("JITLOAD_CCACHE_DIR", ccache)
+        # A host edit is a full build here unless a test asks for the host JIT (tests/test_hostjit.py): its
+        # first use parses torch's headers, 20 s in every process, and the tests of full builds mean full builds.
+        mp.setenv("JITLOAD_HOST_JIT", "0")
         yield
 
 

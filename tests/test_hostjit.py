@@ -1,0 +1,352 @@
+"""The host JIT: a host edit runs the interpreter's compile of the sources until the full build replaces it.
+
+Text (no interpreter): launches rewritten, bindings read, what the unit keeps, hoists and refuses.
+CPU (cppyy installed): a host edit of a C++ extension is the interpreter's code ('jit'), gives what the full
+build of the same sources gives (the full build itself is the oracle: its outputs are compared with the
+interpreter's on the same inputs), raises its TORCH_CHECKs, carries autograd, and is replaced by the full
+build when that is done; what the JIT cannot take, or a compile error, takes the full build, whose errors
+name the file and line.
+GPU: the seed article's one file, an AT_DISPATCH template and load_inline, each through a host edit, a kernel
+edit, a kernel signature changed with its launch, the full build that replaces them, and a new process.
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import jitload
+from jitload import hostunit
+from jitload.errors import BuildError
+
+CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
+needs_cppyy = pytest.mark.skipif(importlib.util.find_spec("cppyy") is None,
+                                 reason="cppyy is not installed (the project's dependencies install it)")
+
+
+def _unit(tmp_path, text, name="src.cu", **files):
+    for fname, body in files.items():
+        (tmp_path / fname).write_text(body)
+    path = tmp_path / name
+    path.write_text(text)
+    return hostunit.build([str(path)], "jl_t_1", read=lambda p: open(p).read(), include_dirs=[str(tmp_path)],
+                          defines={"TORCH_EXTENSION_NAME": "t"})
+
+
+# ---- the unit's text ----
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("k<<<g, b>>>(x, n);", "::jitload_rt::launch<k >(g, b)(x, n);"),
+    ("ns::k<T, 4><<<blocks, 256, 0, stream>>>(a,\n  b);",
+     "::jitload_rt::launch<ns::k<T, 4> >(blocks, 256, 0, stream)(a,\n  b);"),
+    ("f(); k <<< dim3(n / 2), 32 >>> (p);", "f(); ::jitload_rt::launch<k >( dim3(n / 2), 32 ) (p);"),
+    ('// k<<<1, 1>>>(x) in a comment\nputs("<<<");', '// k<<<1, 1>>>(x) in a comment\nputs("<<<");'),
+    ("#define GO(kern) kern<<<1, 1>>>(out)", "#define GO(kern) ::jitload_rt::launch<kern >(1, 1)(out)"),
+])
+def test_launches_become_calls_of_the_launcher(source, expected):
+    assert hostunit.rewrite_launches(source) == expected
+
+
+def test_a_launch_it_cannot_read_is_refused():
+    with pytest.raises(hostunit.Unsupported, match="line 2"):
+        hostunit.rewrite_launches("int x;\n(cond ? k1 : k2)<<<1, 1>>>(p);")
+
+
+def test_unit_keeps_host_code_and_kernel_declarations(tmp_path):
+    unit = _unit(tmp_path, textwrap.dedent("""\
+        #include <torch/extension.h>
+        #include "helpers.h"
+        #define BLOCK 256
+        __device__ float twice(float v) { return 2 * v; }
+        __global__ void k(const float* x, float* y, int n) { y[0] = twice(x[0]); }
+        torch::Tensor run(torch::Tensor x) {
+            auto y = torch::empty_like(x);
+            k<<<1, BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+            return y;
+        }
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+            m.doc() = "docs";
+            m.def("run", torch::wrap_pybind_function(run), "run it");
+            m.def("half", &helper_half);
+        }
+        """), **{"helpers.h": "#pragma once\n#include <cmath>\ninline double helper_half(double v) { return v / 2; }"})
+    code = unit.code
+    assert [(b.name, b.function) for b in unit.bindings] == [("run", "run"), ("half", "helper_half")]
+    assert unit.has_kernels
+    assert code.index("#include <torch/extension.h>") < code.index("namespace jl_t_1 {")
+    assert code.index("#include <cmath>") < code.index("namespace jl_t_1 {")  # a user header's toolchain include
+    assert "inline double helper_half" in code and "#pragma once" not in code  # the user header, read in place
+    assert "twice" not in code.split("namespace jl_t_1 {")[1].split("__global__")[0]  # device function left out
+    assert "void k(const float* x, float* y, int n) {}" in code  # the kernel's body left out
+    assert "::jitload_rt::launch<k >(1, BLOCK)" in code
+    assert 'm.def("run", &::jitload_rt::Adapt<&run>::call);' in code
+    assert code.rstrip().endswith("#undef BLOCK")  # a define removed by the next edit is gone
+    assert f'#line 6 "{tmp_path / "src.cu"}"' in code  # messages name the user's file and line
+
+
+@pytest.mark.parametrize(("block", "why"), [
+    ('m.def("f", &f, py::arg("x") = 1);', "keyword names and defaults"),
+    ('py::class_<Foo>(m, "Foo");', "only m.def"),
+    ('m.def("f", [](int x) { return x; });', "other than a named function"),
+])
+def test_bindings_it_cannot_carry_are_refused(tmp_path, block, why):
+    with pytest.raises(hostunit.Unsupported, match=why):
+        _unit(tmp_path, f"int f(int x) {{ return x; }}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
+
+
+def test_op_libraries_and_device_variables_are_refused(tmp_path):
+    with pytest.raises(hostunit.Unsupported, match="op library"):
+        _unit(tmp_path, 'TORCH_LIBRARY(ns, m) {\n  m.def("f(Tensor x) -> Tensor");\n}\n')
+    with pytest.raises(hostunit.Unsupported, match="device variables"):
+        _unit(tmp_path, "__constant__ float table[4];\nint f() { return 1; }\n")
+
+
+# ---- CPU: a C++ extension through the interpreter, the full build as its oracle ----
+
+SOURCE = textwrap.dedent("""\
+    #include <torch/extension.h>
+    #include <vector>
+
+    torch::Tensor scale(torch::Tensor x, double alpha) {
+        TORCH_CHECK(x.dim() == 1, "scale: x must be 1-D, got ", x.dim(), " dimensions");
+        return x * alpha + OFFSET;
+    }
+
+    int count(torch::Tensor x, int extra) { return static_cast<int>(x.numel()) + extra; }
+
+    std::vector<torch::Tensor> split_sum(const torch::Tensor& x, float weight) {
+        auto halves = x.chunk(2);
+        return {halves[0] * weight, halves[1].sum()};
+    }
+
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+        m.def("scale", &scale, "x * alpha + OFFSET");
+        m.def("count", &count);
+        m.def("split_sum", &split_sum);
+    }
+    """)
+
+
+def _outputs(ext):
+    x = torch.linspace(-2, 3, 8, dtype=torch.float64)
+    y = torch.arange(6, dtype=torch.float32)
+    g = torch.ones(3, requires_grad=True)
+    out = ext.scale(g, 3.0)
+    out.sum().backward()
+    return {"scale": ext.scale(x, 0.5), "count": ext.count(y, 4), "split_sum": ext.split_sum(y, 1.5),
+            "grad": g.grad.clone()}
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        left, right = a[key], b[key]
+        if isinstance(left, list | tuple):
+            assert len(left) == len(right), key
+            for p, q in zip(left, right, strict=True):
+                torch.testing.assert_close(p, q, rtol=0, atol=0)
+        elif isinstance(left, torch.Tensor):
+            torch.testing.assert_close(left, right, rtol=0, atol=0)
+        else:
+            assert left == right, key
+
+
+@pytest.fixture(scope="module")
+def cpu_ext(tmp_path_factory):
+    if importlib.util.find_spec("cppyy") is None:
+        pytest.skip("cppyy is not installed (the project's dependencies install it)")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JITLOAD_HOST_JIT", "1")
+        folder = tmp_path_factory.mktemp("hostjit")
+        src = folder / "ops.cpp"
+        src.write_text(SOURCE.replace("OFFSET", "1"))
+        ext = jitload.load("hostjit_cpu", [str(src)], build_directory=str(folder / "build"))
+        assert ext.info.status == "built"
+        yield ext, src
+        ext.stop_verification()
+
+
+@needs_cppyy
+def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ext):
+    ext, src = cpu_ext
+    src.write_text(SOURCE.replace("OFFSET", "2"))
+    ext.reload()
+    assert ext.info.status == "jit", ext.info
+    assert "C++ interpreter" in str(ext.info) and "replaces it is running" in str(ext.info)
+    jit = _outputs(ext)
+    torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 2)
+    assert jit["count"] == 10  # an int parameter and result through the op's int64_t
+    torch.testing.assert_close(jit["grad"], torch.full((3,), 3.0))  # autograd through the wrapper's own ops
+    with pytest.raises(RuntimeError, match="scale: x must be 1-D, got 2 dimensions"):
+        ext.scale(torch.ones(2, 2), 1.0)
+    # A second edit while the interpreter's code runs: the interpreter again, the newest text wins.
+    src.write_text(SOURCE.replace("OFFSET", "3"))
+    ext.reload()
+    assert ext.info.status == "jit", ext.info
+    jit = _outputs(ext)
+    torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 3)
+    assert ext.reload().info.status == "unchanged"  # nothing re-saved: nothing compiled
+    # The oracle: the full build of the same text, loaded in place of the interpreter's code.
+    ext.wait(timeout=600)
+    assert ext.info.status == "built" and ext.info.verification == "the full build now runs", ext.info
+    assert ext.module.__file__.endswith(".so")
+    _same(jit, _outputs(ext))
+
+
+@needs_cppyy
+def test_what_the_jit_cannot_take_is_built_in_full_and_says_why(cpu_ext):
+    ext, src = cpu_ext
+    src.write_text(SOURCE.replace("OFFSET", "4").replace('m.def("count", &count);',
+                                                         'm.def("count", &count, py::arg("x"), py::arg("extra") = 0);'))
+    ext.reload()
+    assert ext.info.status == "built", ext.info
+    assert "host JIT" in ext.info.reason and "keyword names and defaults" in ext.info.reason
+    assert ext.count(torch.ones(3)) == 3  # pybind11's default argument, from the full build
+
+
+@needs_cppyy
+def test_a_compile_error_takes_the_full_build_and_names_the_file_and_line(cpu_ext):
+    ext, src = cpu_ext
+    src.write_text(SOURCE.replace("OFFSET", "5"))
+    ext.reload()
+    assert ext.info.status == "jit"
+    before = ext.scale(torch.zeros(1), 1.0)
+    broken = SOURCE.replace("OFFSET", "5").replace("return x * alpha + 5;", "return x * alpha + undefined_name;")
+    src.write_text(broken.replace("OFFSET", "5"))
+    with pytest.raises(BuildError) as info:
+        ext.reload()
+    assert "ops.cpp:6" in str(info.value), str(info.value)  # the full build's compiler decides, and says where
+    torch.testing.assert_close(ext.scale(torch.zeros(1), 1.0), before)  # the running code is kept
+    src.write_text(SOURCE.replace("OFFSET", "1"))
+
+
+@needs_cppyy
+def test_the_interpreters_code_is_opaque_to_torch_compile(cpu_ext):
+    ext, src = cpu_ext
+    src.write_text(SOURCE.replace("OFFSET", "6"))
+    ext.reload()
+    assert ext.info.status == "jit"
+    compiled = torch.compile(lambda t: ext.scale(t, 2.0) * 3, backend="eager")
+    torch.testing.assert_close(compiled(torch.ones(4)), torch.full((4,), 24.0))
+
+
+# ---- GPU: the layouts people write first ----
+
+def _copy(tmp_path, name):
+    shutil.copy(os.path.join(CORPUS, name), tmp_path / name)
+    return tmp_path / name
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+GPU_WORKER = r"""
+import sys, time, torch, jitload
+t = time.perf_counter()
+ext = jitload.load(sys.argv[1], [sys.argv[2]], build_directory=sys.argv[3])
+a = torch.randn(1000, device="cuda"); b = torch.randn(1000, device="cuda")
+ok = torch.allclose(ext.add(a, b), a - b)
+print(ext.info.status, ok, f"{time.perf_counter() - t:.3f}")
+"""
+
+
+@needs_cppyy
+@pytest.mark.cuda
+def test_seed_add_host_kernel_and_signature_edits_then_a_new_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLOAD_HOST_JIT", "1")
+    src = _copy(tmp_path, "seed_add.cu")
+    build = str(tmp_path / "build")
+    ext = jitload.load("hostjit_seed", [str(src)], build_directory=build)
+    a, b = torch.randn(5000, device="cuda"), torch.randn(5000, device="cuda")
+    _edit(src, '"Size mismatch between tensors"', '"A and B differ in size"')  # a host edit
+    ext.reload()
+    assert ext.info.status == "jit" and ext.info.kernels == 1, ext.info
+    torch.testing.assert_close(ext.add(a, b), a + b)
+    with pytest.raises(RuntimeError, match="A and B differ in size"):
+        ext.add(a, b[:10])
+    _edit(src, "C[idx] = A[idx] + B[idx];", "C[idx] = A[idx] - B[idx];")  # a kernel edit
+    ext.reload()
+    assert ext.info.status == "jit"
+    torch.testing.assert_close(ext.add(a, b), a - b)
+    # A kernel's signature changed together with its launch: a scale argument.
+    _edit(src, "float* C, int size)", "float* C, int size, float s)")
+    _edit(src, "C[idx] = A[idx] - B[idx];", "C[idx] = s * (A[idx] - B[idx]);")
+    _edit(src, "        size\n    );", "        size, 0.5f\n    );")
+    ext.reload()
+    assert ext.info.status == "jit"
+    torch.testing.assert_close(ext.add(a, b), 0.5 * (a - b))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out = ext.add(a, b)
+    side.synchronize()
+    torch.testing.assert_close(out, 0.5 * (a - b))
+    ext.wait(timeout=600)
+    assert ext.info.status == "built" and ext.info.verification == "the full build now runs", ext.info
+    torch.testing.assert_close(ext.add(a, b), 0.5 * (a - b))
+    _edit(src, "C[idx] = s * (A[idx] - B[idx]);", "C[idx] = A[idx] - B[idx];")
+    _edit(src, "        size, 0.5f\n    );", "        size, 1.0f\n    );")
+    ext.reload()
+    ext.wait(timeout=600)
+    done = subprocess.run([sys.executable, "-c", GPU_WORKER, "hostjit_seed", str(src), build],
+                          capture_output=True, text=True, timeout=600)
+    status, ok, _ = done.stdout.split()
+    assert (status, ok) == ("loaded", "True"), done.stdout + done.stderr
+
+
+@needs_cppyy
+@pytest.mark.cuda
+def test_dispatch_template_host_then_kernel_edit_in_half_precision(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLOAD_HOST_JIT", "1")
+    src = _copy(tmp_path, "dispatch_template.cu")
+    ext = jitload.load("hostjit_dispatch", [str(src)], build_directory=str(tmp_path / "build"))
+    _edit(src, '"x must be contiguous"', '"x: contiguous please"')
+    ext.reload()
+    assert ext.info.status == "jit" and ext.info.kernels == 4, ext.info
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        x = torch.randn(3000, device="cuda", dtype=dtype)
+        torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 + 1).to(dtype))
+    with pytest.raises(RuntimeError, match="contiguous please"):
+        ext.scale_shift(torch.randn(8, 8, device="cuda").t(), 1.0, 0.0)
+    _edit(src, "* scale + shift", "* scale - shift")
+    ext.reload()
+    x = torch.randn(3000, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 - 1).half())
+    ext.wait(timeout=600)
+    assert ext.info.verification == "the full build now runs", ext.info
+    torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 - 1).half())
+
+
+@needs_cppyy
+@pytest.mark.cuda
+def test_load_inline_host_edit(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLOAD_HOST_JIT", "1")
+    cuda = textwrap.dedent("""\
+        __global__ void twice(const float* x, float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = 2 * x[i];
+        }
+        torch::Tensor run(torch::Tensor x) {
+            TORCH_CHECK(x.is_cuda(), "x must be on the GPU");
+            auto y = torch::empty_like(x);
+            int n = x.numel();
+            twice<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+            return y + OFFSET;
+        }
+        """)
+    cpp = "torch::Tensor run(torch::Tensor x);"
+    kwargs = dict(build_directory=str(tmp_path / "build"), functions=["run"])
+    ext = jitload.load_inline("hostjit_inline", cpp, cuda.replace("OFFSET", "0"), **kwargs)
+    ext = jitload.load_inline("hostjit_inline", cpp, cuda.replace("OFFSET", "1"), **kwargs)
+    assert ext.info.status == "jit", ext.info
+    x = torch.randn(1000, device="cuda")
+    torch.testing.assert_close(ext.run(x), 2 * x + 1)
+    ext.wait(timeout=600)
+    torch.testing.assert_close(ext.run(x), 2 * x + 1)
