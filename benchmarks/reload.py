@@ -9,7 +9,7 @@ Part 2 (on a GPU), the layouts people write first, from tests/swap_corpus: the s
 add.cu, an AT_DISPATCH template (checked in half precision), load_inline with a torch wrapper in
 cuda_sources, and a TORCH_LIBRARY op library. Each step is timed from the call of load to the first checked
 result: cold, kernel-body edit, (jitload) the wait for the background full build that verifies the swap,
-the next process after the edit (a restart: load and check only), a re-save of identical bytes, three host
+the next process after the edit (a restart: load and check only), a re-save of identical bytes, two host
 edits (a TORCH_CHECK message changed, then changed back) and, for jitload, the wait for the full
 build that replaces the host JIT's code. jitload runs with JITLOAD_HOST_JIT=warm (as `jitload watch` does):
 torch's headers are parsed for the host JIT during the cold build; --host-jit lazy parses them at the first
