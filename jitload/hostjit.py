@@ -1,6 +1,6 @@
 """Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
 
-cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, holding the GIL),
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s; the GIL is free),
 and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s. Its
 kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's namespace) and are
 launched through their ``cudaKernel_t`` on the stream the code names. Its functions are torch ops
@@ -12,9 +12,8 @@ it in place of the interpreter's code when it is done. Code in the interpreter i
 is a new namespace and op library), so a process that takes hundreds of host edits grows by their size.
 
 ``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts parsing torch's headers at the first full build
-of an extension that could use it, in a thread (the parse holds the GIL, so Python code pauses meanwhile,
-while the build's compilers run; ``jitload watch`` sets it); unset, the headers are parsed at the first
-host edit, which then takes about 20 s more.
+of an extension that could use it, in a thread (one core for those 20 s; ``jitload watch`` sets it); unset,
+the headers are parsed at the first host edit, which then takes about 20 s more.
 """
 
 from __future__ import annotations
@@ -226,6 +225,8 @@ def start(include_dirs: list[str], cuda: bool) -> None:
         if _session.ready and (_session.cuda or not cuda):
             return
         if not _session.ready:
+            # The interpreter's work is C++ alone: other Python threads (a notebook, a build's progress) run on.
+            type(cppyy.gbl.gInterpreter).Declare.__release_gil__ = True
             for path in _torch_libraries(cuda):
                 ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             _declare(_PRELUDE)
