@@ -501,9 +501,14 @@ class Extension:
         if crash is not None:
             warnings.warn(f"CXX={crash.compiler}: {crash.detail} (found by `jitload doctor`, which names a "
                           "compiler that works); building with it anyway", RuntimeWarning, stacklevel=4)
-        if hostjit.setting() == "warm" and spec.python_module and not hostjit.unavailable():
-            hostjit.warm(any(s.endswith(_CUDA_SUFFIXES) for s in spec.sources) and swap.gpu_available())
+        # The interpreter's parse of torch's headers (for the next host edit) runs beside a first build's
+        # compilers; where a build is likely on disk already, after it, so that loading it is not slowed.
+        first = not os.path.exists(os.path.join(spec.build_directory, "build.ninja"))
+        if first:
+            self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)
+        if not first:
+            self._warm_host_jit()
         if result.commands:
             status = "built"
         else:
@@ -511,6 +516,11 @@ class Extension:
         self._texts = result.texts
         info = BuildInfo(status, 0.0, result.commands, reason=reason if status == "built" else "")
         self._adopt(result.state, result.library, info, start)
+
+    def _warm_host_jit(self) -> None:
+        if hostjit.setting() == "warm" and self._spec.python_module:
+            cuda = any(s.endswith(_CUDA_SUFFIXES) for s in self._spec.sources)
+            hostjit.warm(cuda and swap.gpu_available())
 
     def _adopt(self, state: manifest.State, library: str, info: BuildInfo, start: float) -> None:
         name = self._spec.name

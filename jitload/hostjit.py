@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import importlib.util
 import itertools
 import os
 import re
@@ -250,17 +251,17 @@ def warm(cuda: bool) -> None:
     """:func:`start` in a daemon thread, once per process (errors are seen again, and reported, by the edit
     that needs the interpreter)."""
     global _warming
-    with _lock:
-        if (_session.ready and (_session.cuda or not cuda)) or (_warming is not None and _warming.is_alive()):
-            return
-        dirs = toolchain_include_dirs(cuda)
+    if (_session.ready and (_session.cuda or not cuda)) or (_warming is not None and _warming.is_alive()) \
+            or importlib.util.find_spec("cppyy") is None:
+        return
 
-        def run() -> None:
-            with contextlib.suppress(Exception):
-                start(dirs, cuda)
+    def run() -> None:
+        with contextlib.suppress(Exception):  # cppyy's import, too, happens here: it takes half a second
+            if not unavailable():
+                start(toolchain_include_dirs(cuda), cuda)
 
-        _warming = threading.Thread(target=run, name="jitload-host-jit-warm", daemon=True)
-        _warming.start()
+    _warming = threading.Thread(target=run, name="jitload-host-jit-warm", daemon=True)
+    _warming.start()
 
 
 _warming: threading.Thread | None = None
