@@ -247,9 +247,9 @@ class Extension:
                         if not reason:
                             return self
                         refused = self._try_host_jit(changed, start, reason)
-                        if not refused:
+                        if refused is None:
                             return self
-                        reason = f"{reason}; {refused}"
+                        reason = f"{reason}; {refused}" if refused else reason
                 self._cancel_bet()
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
@@ -341,11 +341,14 @@ class Extension:
         self._start_bet(decision.lines_moved, decision.files)
         return ""
 
-    def _try_host_jit(self, changed: list[str], start: float, why: str) -> str:
+    def _try_host_jit(self, changed: list[str], start: float, why: str) -> str | None:
         """Compile the sources' host code in the interpreter and their kernels with nvcc alone, make that the
-        running code and start the full build that replaces it; '' when done, else why not."""
+        running code and start the full build that replaces it; None when done, '' where the host JIT is
+        turned off, else why it could not."""
         spec = self._spec
         cuda = any(src.endswith(_CUDA_SUFFIXES) for src in spec.sources)
+        if hostjit.setting() in hostjit.OFF:
+            return ""
         refused = hostjit.unavailable()
         if not refused and not spec.python_module:
             refused = "an op library registers its namespace once per process"
@@ -382,7 +385,7 @@ class Extension:
                               kernels=len(compiled.instances), reason=why, verification="pending")
         self._unverified = True
         self._start_bet(False, before, jit=True)
-        return ""
+        return None
 
     def _jit_kernels(self, unit: hostunit.Unit, texts: dict[str, str], instances: list[tuple[int, str]]
                      ) -> dict[str, bytes]:

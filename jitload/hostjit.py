@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from . import hostunit
 
 ENV = "JITLOAD_HOST_JIT"
+OFF = frozenset({"0", "off", "no", "false"})
 
 _PRELUDE = r"""
 #include <torch/extension.h>
@@ -143,7 +144,7 @@ def setting() -> str:
 
 def unavailable() -> str:
     """'' where the host JIT can run here, else why not."""
-    if setting() in {"0", "off", "no", "false"}:
+    if setting() in OFF:
         return f"the host JIT is off ({ENV}={os.environ[ENV]})"
     try:
         import cppyy  # noqa: F401  (imported here: it starts the interpreter, about half a second)
