@@ -356,6 +356,8 @@ class Extension:
             refused = "no GPU is visible to run the kernels"
         if refused:
             return f"host JIT: {refused}"
+        if not cuda and why.startswith("kernel swap not possible"):
+            why = f"host code changed in {', '.join(_label(p) for p in changed)}"  # no kernels to swap anyway
         before = fingerprint.take(changed)
         texts: dict[str, str] = {}
 
@@ -507,6 +509,8 @@ class Extension:
         # The interpreter's parse of torch's headers (for the next host edit) runs beside a first build's
         # compilers; where a build is likely on disk already, after it, so that loading it is not slowed.
         first = not os.path.exists(os.path.join(spec.build_directory, "build.ninja"))
+        if spec.python_module:
+            hostjit.build_pch(hostjit.pch_variant())  # once per machine and torch version, beside the compilers
         if first:
             self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)

@@ -25,9 +25,12 @@ import importlib.util
 import itertools
 import os
 import re
+import subprocess
+import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -146,10 +149,9 @@ def unavailable() -> str:
     """'' where the host JIT can run here, else why not."""
     if setting() in OFF:
         return f"the host JIT is off ({ENV}={os.environ[ENV]})"
-    try:
-        import cppyy  # noqa: F401  (imported here: it starts the interpreter, about half a second)
-    except Exception as err:
-        return f"the host JIT needs cppyy (pip install cppyy): {err}"
+    # Not imported here: the interpreter starts at cppyy's import, and must find its PCH set by then.
+    if importlib.util.find_spec("cppyy") is None:
+        return "the host JIT needs cppyy (pip install cppyy), which is not installed"
     return ""
 
 
@@ -217,7 +219,14 @@ def _loaded_cudart() -> str | None:
 def start(include_dirs: list[str], cuda: bool) -> None:
     """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
     with _lock:
-        os.environ.setdefault("EXTRA_CLING_ARGS", "-O2 -std=c++20")
+        if "cppyy" not in sys.modules:
+            pch = pch_path(cuda or pch_variant())
+            if os.path.exists(pch) and _trusted(pch):
+                # torch's headers, parsed once for this machine: the interpreter starts with them (2 s, not 20).
+                os.environ["CLING_STANDARD_PCH"] = pch
+                os.environ["EXTRA_CLING_ARGS"] = CLING_ARGS
+            else:
+                os.environ.setdefault("EXTRA_CLING_ARGS", CLING_ARGS)
         import cppyy
 
         for d in [*include_dirs, sysconfig.get_paths()["include"]]:
@@ -246,6 +255,99 @@ def start(include_dirs: list[str], cuda: bool) -> None:
                 ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
             _declare(_CUDA_PRELUDE)
             _session.cuda = True
+
+
+CLING_ARGS = "-O2 -std=c++20"
+_PCH_FLAGS = "-std=c++20 -Wno-implicit-fallthrough -pipe -fsigned-char -pthread -O2"  # cppyy's, in C++20
+PCH_DIR = "hostjit"
+# Built by rootcling (cppyy's own tool for its standard-library PCH) with torch's headers added; written to a
+# temporary name and renamed when complete, so that a process never loads half a file.
+_PCH_SCRIPT = r"""
+import os, subprocess, sys, tempfile
+backend, out, flags, headers, dirs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(";"), sys.argv[5:]
+work = tempfile.mkdtemp(prefix="pch-", dir=os.path.dirname(out))
+own = ["include", "etc", os.path.join("etc", "dictpch"), os.path.join("etc", "cling")]
+cmd = [os.path.join(backend, "bin", "rootcling"), "-rootbuild", "-generate-pch",
+       "-f", os.path.join(work, "allDict.cxx"), "-noDictSelection", "-D__CLING__", "-DROOT_PCH",
+       *(f"-I{os.path.join(backend, d)}" for d in own), *(f"-I{d}" for d in dirs), "-cxxflags", flags,
+       os.path.join("etc", "dictpch", "allHeaders.h"), *headers, os.path.join("etc", "dictpch", "allLinkDefs.h")]
+env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(backend, "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+done = subprocess.run(cmd, cwd=backend, env=env, capture_output=True, text=True)
+pch = os.path.join(work, "allDict_rdict.pch")
+if done.returncode == 0 and os.path.exists(pch):
+    os.chmod(pch, 0o600)
+    os.replace(pch, out)
+else:
+    with open(out + ".log", "w") as f:
+        f.write(" ".join(cmd) + "\n" + done.stdout + done.stderr)
+for name in os.listdir(work):
+    os.unlink(os.path.join(work, name))
+os.rmdir(work)
+"""
+
+
+def _pch_inputs(cuda: bool) -> tuple[list[str], list[str]]:
+    headers = ["torch/extension.h"]
+    if cuda:
+        headers += ["cuda.h", "cuda_runtime.h", "ATen/cuda/CUDAContext.h"]
+    return headers, [*toolchain_include_dirs(cuda), sysconfig.get_paths()["include"]]
+
+
+def pch_path(cuda: bool) -> str:
+    """Where this machine's precompiled torch headers for the interpreter are (or will be)."""
+    import hashlib
+
+    from . import toolchain
+
+    spec = importlib.util.find_spec("cppyy_backend")
+    backend = next(iter(spec.submodule_search_locations or []), "") if spec else ""
+    headers, dirs = _pch_inputs(cuda)
+    key = hashlib.sha256("\0".join([backend, CLING_ARGS, *headers, *dirs]).encode()).hexdigest()[:16]
+    return os.path.join(toolchain.cache_root(), PCH_DIR, f"torch{'-cuda' * cuda}-{key}.pch")
+
+
+def _trusted(path: str) -> bool:
+    from . import trust
+
+    try:
+        trust.check_library(path)
+    except Exception:
+        return False
+    return True
+
+
+def pch_variant() -> bool:
+    """Whether this machine's PCH holds CUDA's headers too: where a GPU is visible (CUDA sources JIT there)."""
+    from . import swap
+
+    return swap.gpu_available()
+
+
+def build_pch(cuda: bool) -> subprocess.Popen | None:
+    """Start building :func:`pch_path` in a process of its own where it is missing (about 20 s of one core, once
+    per machine and torch version); None where there is nothing to do."""
+    from . import trust
+
+    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None:
+        return None
+    out = pch_path(cuda)
+    marker = out + ".building"
+    if os.path.exists(out):
+        return None
+    trust.private_dir(os.path.dirname(out))
+    try:
+        if time.time() - os.stat(marker).st_mtime < 600:
+            return None  # another process builds it
+    except FileNotFoundError:
+        pass
+    with open(marker, "w"):
+        pass
+    spec = importlib.util.find_spec("cppyy_backend")
+    backend = next(iter(spec.submodule_search_locations or []))
+    headers, dirs = _pch_inputs(cuda)
+    script = _PCH_SCRIPT + f"\nos.unlink({marker!r})\n"
+    return subprocess.Popen([sys.executable, "-c", script, backend, out, _PCH_FLAGS, ";".join(headers), *dirs],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def warm(cuda: bool) -> None:
