@@ -83,7 +83,8 @@ class BuildInfo:
     (no GPU: a kernel edit's device code compiled alone, the library kept), 'loaded' (imported a build
     already on disk), 'unchanged' (nothing to do) or 'failed' (the previous module, if any, is still in use).
     ``reason`` says why a build ran in full when a kernel swap was not possible. ``verification`` is the state
-    of the full build behind a swap: 'pending', 'verified', or '' where there is none.
+    of the full build behind a swap: 'pending', 'verified', or '' where there is none; behind the host JIT's
+    code, 'replacing' until that full build is loaded in its place.
     """
 
     status: str
@@ -108,9 +109,8 @@ class BuildInfo:
                 "loaded": f"loaded from cache in {self.seconds * 1e3:.0f} ms",
                 "unchanged": f"unchanged ({self.seconds * 1e3:.1f} ms{'; ' * bool(self.reason)}{self.reason})"
                 }[self.status]
-        pending = ("; the full build that replaces it is running" if self.status == "jit"
-                   else "; the full build that verifies it is running")
-        after = {"pending": pending,
+        after = {"pending": "; the full build that verifies it is running",
+                 "replacing": "; the full build that replaces it is running",
                  "": ""}.get(self.verification, f"; {self.verification}")
         return f"{what} -> {self.module_name}{after}"
 
@@ -239,7 +239,8 @@ class Extension:
                         self.info = replace(self.info or BuildInfo("unchanged", 0.0), status="unchanged",
                                             seconds=time.perf_counter() - start, commands=0,
                                             module_name=self._module.__name__, error=None, reason="",
-                                            verification="pending" if self._bet is not None else "")
+                                            verification=("replacing" if self._jit else "pending")
+                                            if self._bet is not None else "")
                         return self
                     if not full:
                         reason = (self._try_swap(changed, start) if self._jit is None
@@ -250,6 +251,8 @@ class Extension:
                         if refused is None:
                             return self
                         reason = f"{reason}; {refused}" if refused else reason
+                if self._module is None and not (force or full) and self._try_cold_jit(key, start):
+                    return self
                 self._cancel_bet()
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
@@ -275,7 +278,7 @@ class Extension:
         unverified, and the build on disk stays the older one, so the next process builds in full."""
         with self._lock:
             self._cancel_bet()
-            if self.info is not None and self.info.verification == "pending":
+            if self.info is not None and self.info.verification in ("pending", "replacing"):
                 self.info = replace(self.info, verification="NOT verified: its full build was stopped")
 
     def _cancel_bet(self) -> None:
@@ -384,10 +387,39 @@ class Extension:
         self._texts.update(texts)
         self._module, self._jit = compiled.module, namespace
         self.info = BuildInfo("jit", time.perf_counter() - start, len(images), namespace,
-                              kernels=len(compiled.instances), reason=why, verification="pending")
+                              kernels=len(compiled.instances), reason=why, verification="replacing")
         self._unverified = True
         self._start_bet(False, before, jit=True)
         return None
+
+    def _try_cold_jit(self, key: str, start: float) -> bool:
+        """A first load whose build is not on disk: the host JIT's result in seconds, the full build behind it.
+        Only where torch's headers are precompiled for the interpreter (else its start is as slow as a build)."""
+        spec = self._spec
+        cuda = any(src.endswith(_CUDA_SUFFIXES) for src in spec.sources)
+        if (hostjit.setting() in hostjit.OFF or hostjit.unavailable() or not spec.python_module
+                or (cuda and not swap.gpu_available())):
+            return False
+        if "cppyy" not in sys.modules and not (hostjit.pch_usable() and os.path.exists(hostjit.pch_path(False))):
+            return False
+        if manifest.read(spec.build_directory).up_to_date(key):
+            return False  # loading the build on disk takes milliseconds
+        trust.private_dir(spec.build_directory)
+        with build_lock(spec.build_directory):
+            build.write_ninja_file(**spec.torch_args())  # the compile lines the JIT takes its flags from
+        texts = {src: t for src in spec.sources if src.endswith(".cu") and (t := fullbuild.read_text(src))}
+        # The device-mode macro state after torch's includes, for the device units (as a swap has it).
+        capture = threading.Thread(target=fullbuild.capture_snapshots, args=(spec.build_directory, texts))
+        capture.start()
+        if cuda:
+            hostjit.warm(True)
+        capture.join()
+        self._state = manifest.State(key=key, tag="jit")  # what runs is of this key; no build of it on disk yet
+        refused = self._try_host_jit(list(spec.sources), start, "first build")
+        if refused is not None:
+            self._state = manifest.State()
+            return False
+        return True
 
     def _jit_kernels(self, unit: hostunit.Unit, texts: dict[str, str], instances: list[tuple[int, str]]
                      ) -> dict[str, bytes]:
@@ -510,7 +542,7 @@ class Extension:
         # compilers; where a build is likely on disk already, after it, so that loading it is not slowed.
         first = not os.path.exists(os.path.join(spec.build_directory, "build.ninja"))
         if spec.python_module:
-            hostjit.build_pch(hostjit.pch_variant())  # once per machine and torch version, beside the compilers
+            hostjit.build_pch(False)  # once per machine and torch version, beside the compilers
         if first:
             self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)

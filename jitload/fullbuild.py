@@ -130,7 +130,7 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
         # the texts as they are now (a save during the build makes the next edit a full build anyway).
         cuda_texts = {src: t for src in spec.sources if src.endswith(".cu") and (t := read_text(src)) is not None}
         with ThreadPoolExecutor(max_workers=1) as pool:
-            snapshots = pool.submit(_capture, directory, cuda_texts) if spec.with_cuda else None
+            snapshots = pool.submit(capture_snapshots, directory, cuda_texts) if spec.with_cuda else None
             compiled = build.run_ninja(directory, objects, verbose=verbose, name=spec.name, on_start=on_start)
             captured = snapshots.result() if snapshots is not None else {}
         if compiled.returncode != 0:
@@ -150,7 +150,7 @@ def run(spec: BuildSpec, *, force: bool = False, verbose: bool = False,
         return Result(new_state, library, commands, texts)
 
 
-def _capture(directory: str, texts: dict[str, str]) -> dict[str, str]:
+def capture_snapshots(directory: str, texts: dict[str, str]) -> dict[str, str]:
     """Each .cu source's text whose macro snapshot was taken (jitload.ppview.capture), by source."""
     done = {}
     for src, text in texts.items():

@@ -220,8 +220,8 @@ def start(include_dirs: list[str], cuda: bool) -> None:
     """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
     with _lock:
         if "cppyy" not in sys.modules:
-            pch = pch_path(cuda or pch_variant())
-            if os.path.exists(pch) and _trusted(pch):
+            pch = pch_path(False)
+            if pch_usable() and os.path.exists(pch) and _trusted(pch):
                 # torch's headers, parsed once for this machine: the interpreter starts with them (2 s, not 20).
                 os.environ["CLING_STANDARD_PCH"] = pch
                 os.environ["EXTRA_CLING_ARGS"] = CLING_ARGS
@@ -316,11 +316,13 @@ def _trusted(path: str) -> bool:
     return True
 
 
-def pch_variant() -> bool:
-    """Whether this machine's PCH holds CUDA's headers too: where a GPU is visible (CUDA sources JIT there)."""
+def pch_usable() -> bool:
+    """Whether the interpreter starts from a PCH here: on machines without a GPU. With one, CUDA's headers
+    would have to be in it too, and that configuration has not run on a GPU yet: there the interpreter parses
+    the headers (20 s, ``JITLOAD_HOST_JIT=warm`` moves them into the first build)."""
     from . import swap
 
-    return swap.gpu_available()
+    return not swap.gpu_available()
 
 
 def build_pch(cuda: bool) -> subprocess.Popen | None:
@@ -328,7 +330,7 @@ def build_pch(cuda: bool) -> subprocess.Popen | None:
     per machine and torch version); None where there is nothing to do."""
     from . import trust
 
-    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None:
+    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None or not pch_usable():
         return None
     out = pch_path(cuda)
     marker = out + ".building"

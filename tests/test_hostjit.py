@@ -5,7 +5,8 @@ CPU (cppyy installed): a host edit of a C++ extension is the interpreter's code 
 build of the same sources gives (the full build itself is the oracle: its outputs are compared with the
 interpreter's on the same inputs), raises its TORCH_CHECKs, carries autograd, and is replaced by the full
 build when that is done; what the JIT cannot take, or a compile error, takes the full build, whose errors
-name the file and line.
+name the file and line; a new process gets a never-built source from the interpreter (started from the PCH of
+torch's headers that the first build made), then the full build.
 GPU: the seed article's one file, an AT_DISPATCH template and load_inline, each through a host edit, a kernel
 edit, a kernel signature changed with its launch, the full build that replaces them, and a new process.
 """
@@ -16,12 +17,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
 
 import jitload
-from jitload import hostunit
+from jitload import hostjit, hostunit
 from jitload.errors import BuildError
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
@@ -176,7 +178,7 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
     ext, src = cpu_ext
     src.write_text(SOURCE.replace("OFFSET", "2"))
     ext.reload()
-    assert ext.info.status == "jit", ext.info
+    assert ext.info.status == "jit" and ext.info.verification == "replacing", ext.info
     assert "C++ interpreter" in str(ext.info) and "replaces it is running" in str(ext.info)
     jit = _outputs(ext)
     torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 2)
@@ -233,6 +235,39 @@ def test_the_interpreters_code_is_opaque_to_torch_compile(cpu_ext):
     assert ext.info.status == "jit"
     compiled = torch.compile(lambda t: ext.scale(t, 2.0) * 3, backend="eager")
     torch.testing.assert_close(compiled(torch.ones(4)), torch.full((4,), 24.0))
+
+
+FRESH_WORKER = r"""
+import sys, time, torch, jitload
+t = time.perf_counter()
+ext = jitload.load("hostjit_fresh", [sys.argv[1]], build_directory=sys.argv[2])
+first = ext.scale(torch.arange(4.0, dtype=torch.float64), 2.0)
+print(ext.info.status, ext.info.verification, f"{time.perf_counter() - t:.2f}", flush=True)
+ext.wait(timeout=600)
+again = ext.scale(torch.arange(4.0, dtype=torch.float64), 2.0)
+print(ext.info.status, ext.info.verification, bool(torch.equal(first, again)), first.tolist(), flush=True)
+"""
+
+
+@needs_cppyy
+def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, tmp_path):
+    # The fixture's first build started the PCH of torch's headers (once per machine and torch version).
+    pch = hostjit.pch_path(False)
+    deadline = time.monotonic() + 300
+    while not os.path.exists(pch) and time.monotonic() < deadline:
+        assert not os.path.exists(pch + ".log"), open(pch + ".log").read()[-2000:]
+        time.sleep(1)
+    assert os.path.exists(pch), "the PCH was not built in 300 s"
+    src = tmp_path / "fresh.cpp"
+    src.write_text(SOURCE.replace("OFFSET", "7"))
+    done = subprocess.run([sys.executable, "-c", FRESH_WORKER, str(src), str(tmp_path / "build")],
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "JITLOAD_HOST_JIT": "1"})
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout + done.stderr[-3000:]
+    status, verification, _seconds = lines[0].split()
+    assert (status, verification) == ("jit", "replacing"), lines[0]
+    # The full build of the same text, loaded in its place, gives the same values.
+    assert lines[1].startswith("built the full build now runs True [7.0, 9.0, 11.0, 13.0]"), lines[1]
 
 
 # ---- GPU: the layouts people write first ----
