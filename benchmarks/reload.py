@@ -15,7 +15,14 @@ build that replaces the host JIT's code. jitload runs with JITLOAD_HOST_JIT=warm
 torch's headers are parsed for the host JIT during the cold build; --host-jit lazy parses them at the first
 host edit instead. Each (layout, loader) pair runs in its own process, --jobs of them at once.
 
+Part 3 (any machine), a C++ extension written the seed article's way, torch's load() and then jitload (host
+JIT on) each in a fresh process: the first load of a source never built, then two host edits (a constant);
+for jitload, the wait for the full build that replaces the interpreter's code. jitload's first load takes the
+interpreter only where torch's headers are precompiled for it (made once per machine and torch version, beside
+the first build jitload makes there with the host JIT on).
+
     python benchmarks/reload.py [--jobs 8] [--out reload.md]   # then curate into benchmarks/results/MACHINE.md
+    python benchmarks/reload.py --cpp-only                      # part 3 alone
 """
 
 from __future__ import annotations
@@ -291,11 +298,78 @@ def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
     return lines
 
 
+# Part 3 (any machine): a C++ extension's host code, the host JIT against torch's load(), in fresh processes.
+CPP_SOURCE = """
+#include <torch/extension.h>
+torch::Tensor scale(torch::Tensor x, double alpha) {
+    TORCH_CHECK(x.dim() == 1, "scale: x must be 1-D");
+    return x * alpha + OFFSET;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }
+"""
+CPP_WORKER = r"""
+import json, os, sys, time
+t = time.perf_counter()
+import torch
+which, src, build_dir, offsets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+if which == "jitload":
+    import jitload as ce
+else:
+    from torch.utils import cpp_extension as ce
+os.makedirs(build_dir, exist_ok=True)
+x = torch.arange(4.0)
+def step(name, offset, start):
+    m = ce.load("bench_cpp", [src], build_directory=build_dir)
+    live = bool(torch.equal(m.scale(x, 2.0), x * 2 + float(offset)))
+    how = str(m.info) if which == "jitload" else ""
+    print(json.dumps({"step": name, "seconds": time.perf_counter() - start, "live": live, "how": how}), flush=True)
+step("first load in a new process (import torch included)", offsets[0], t)
+for n, offset in enumerate(offsets[1:], 1):
+    text = open(src).read()
+    open(src, "w").write(text.replace(f"+ {offsets[n - 1]};", f"+ {offset};"))
+    step(f"host edit {n}", offset, time.perf_counter())
+if which == "jitload":
+    t = time.perf_counter()
+    ce.wait()
+    print(json.dumps({"step": "full build replacing the JIT's code", "seconds": time.perf_counter() - t,
+                      "live": True, "how": str(list(ce.handles().values())[0].info)}), flush=True)
+"""
+
+
+def cpp_table(env: dict[str, str]) -> list[str]:
+    """Part 3: one fresh process per loader (jitload with the host JIT on), one after the other."""
+    rows: dict[str, dict[str, dict]] = {}
+    for which in ("torch", "jitload"):
+        with tempfile.TemporaryDirectory(prefix=f"cpp-{which}-") as tmp:
+            src = os.path.join(tmp, "ops.cpp")
+            with open(src, "w") as f:
+                f.write(CPP_SOURCE.replace("OFFSET", "1"))
+            run_env = dict(env, JITLOAD_HOST_JIT=env.get("JITLOAD_HOST_JIT") or "1")
+            proc = subprocess.run([sys.executable, "-c", CPP_WORKER, which, src, os.path.join(tmp, "build"),
+                                   "1", "2", "3"], capture_output=True, text=True, env=run_env)
+            steps = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if proc.returncode != 0:
+                raise SystemExit(f"{which}: {proc.stderr[-3000:]}")
+            for entry in steps:
+                rows.setdefault(entry["step"], {})[which] = entry
+
+    def cell(entry: dict | None) -> str:
+        return "—" if entry is None else f"{entry['seconds']:.2f}{'' if entry['live'] else ' **stale**'}"
+
+    lines = ["", "## A C++ extension's host code (the host JIT), fresh processes one at a time", "",
+             "| step | torch | jitload | jitload did |", "| --- | ---: | ---: | --- |"]
+    for step, by in rows.items():
+        how = by.get("jitload", {}).get("how", "").partition(" -> ")[0]
+        lines.append(f"| {step} | {cell(by.get('torch'))} | {cell(by.get('jitload'))} | {how} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     parser.add_argument("--jobs", type=int, default=1, help="layout runs at once (part 2)")
     parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
+    parser.add_argument("--cpp-only", action="store_true", help="run part 3 alone (a C++ extension's host edits)")
     parser.add_argument("--host-jit", choices=("warm", "lazy", "off"), default="warm",
                         help="jitload's JITLOAD_HOST_JIT in part 2 (default: warm, as `jitload watch` runs)")
     args = parser.parse_args()
@@ -311,6 +385,8 @@ def main() -> None:
     # loaders the same toolkit and arch so that only rebuild behaviour differs.
     env = dict(os.environ, CUDA_HOME=cuda_home)
     env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    if args.cpp_only:
+        args.skip_split = True
     results = {} if args.skip_split else {which: _run(which, env) for which in ("torch", "jitload")}
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU (host code checked)"
@@ -320,12 +396,13 @@ def main() -> None:
         f"- machine: {platform.node()}, {os.cpu_count()} cores, GPU: {gpu}",
         f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
         f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
-        f"- command: `python benchmarks/reload.py --jobs {args.jobs} --host-jit {args.host_jit}`",
-        "- live? = the call after the step returned the edited constant (no = a stale module)",
-        "",
-        "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
-        "| --- | ---: | :---: | ---: | :---: | ---: |",
+        f"- command: `python benchmarks/reload.py --jobs {args.jobs} --host-jit {args.host_jit}"
+        f"{' --cpp-only' * args.cpp_only}`",
     ]
+    if results:
+        lines += ["- live? = the call after the step returned the edited constant (no = a stale module)", "",
+                  "| step | torch load() s | live? | jitload s | live? | torch / jitload |",
+                  "| --- | ---: | :---: | ---: | :---: | ---: |"]
     for t, j in zip(results.get("torch", []), results.get("jitload", []), strict=True):
         live_t, live_j = t["got"] == t["expected"], j["got"] == j["expected"]
         ratio = f"{t['seconds'] / j['seconds']:.1f}x" if live_t and live_j else "n/a (a stale module is no rebuild)"
@@ -335,8 +412,9 @@ def main() -> None:
         noop = {which: _noop_many_files(which, env) for which in ("torch", "jitload")}
         lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
                   f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
-    if torch.cuda.is_available():
-        env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
+    env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
+    lines += cpp_table(env)
+    if torch.cuda.is_available() and not args.cpp_only:
         lines += layouts_table(env, args.jobs)
         lines += ["", f"jitload ran with JITLOAD_HOST_JIT={env['JITLOAD_HOST_JIT'] or '(unset)'}."]
     text = "\n".join(lines) + "\n"
