@@ -323,6 +323,16 @@ def test_seed_add_host_kernel_and_signature_edits_then_a_new_process(tmp_path, m
         out = ext.add(a, b)
     side.synchronize()
     torch.testing.assert_close(out, 0.5 * (a - b))
+    graph = torch.cuda.CUDAGraph()  # captured from the interpreter's launch, replayed on new inputs
+    with torch.cuda.stream(side):
+        ext.add(a, b)  # warm-up outside the capture, on a side stream (as torch asks)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        captured = ext.add(a, b)
+    b.add_(1.0)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, 0.5 * (a - b))
     ext.wait(timeout=600)
     assert ext.info.status == "built" and ext.info.verification == "the full build now runs", ext.info
     torch.testing.assert_close(ext.add(a, b), 0.5 * (a - b))
