@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import build, compiler_probe, toolchain, torch_select
+from . import build, compiler_probe, hostjit, toolchain, torch_select
 from .compiler_probe import Outcome
 from .errors import BuildError
 from .extension import load
@@ -130,6 +130,7 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
         ("GPUs", "; ".join(gpus) or "none visible"),
         ("arch list", toolchain.effective_arch_list()),
         ("cache", toolchain.cache_root()),
+        ("host JIT", hostjit.describe()),
     ]
     problems = []
     if not _first_line([cxx, "--version"]):

@@ -34,6 +34,7 @@ import time
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 
 from . import hostunit
 
@@ -350,6 +351,25 @@ def build_pch(cuda: bool) -> subprocess.Popen | None:
     script = _PCH_SCRIPT + f"\nos.unlink({marker!r})\n"
     return subprocess.Popen([sys.executable, "-c", script, backend, out, _PCH_FLAGS, ";".join(headers), *dirs],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def describe() -> str:
+    """One line for ``jitload doctor``: whether host edits take the interpreter here, and how it starts."""
+    refused = unavailable()
+    if refused:
+        return refused
+    try:
+        cppyy_version = version("cppyy")
+    except PackageNotFoundError:
+        cppyy_version = "?"
+    when = "during the first build" if setting() == "warm" else "at the first host edit"
+    if not pch_usable():
+        how = "parsing torch's headers (20 s: with a GPU visible the PCH is not used yet)"
+    elif os.path.exists(pch_path(False)):
+        how = f"from the PCH {pch_path(False)}"
+    else:
+        how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
+    return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
 
 
 def warm(cuda: bool) -> None:
