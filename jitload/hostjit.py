@@ -260,7 +260,7 @@ def start(include_dirs: list[str], cuda: bool) -> None:
 
 CLING_ARGS = "-O2 -std=c++20"
 _PCH_FLAGS = "-std=c++20 -Wno-implicit-fallthrough -pipe -fsigned-char -pthread -O2"  # cppyy's, in C++20
-PCH_DIR = "hostjit"
+PCH_DIR = "host-jit"  # not an identifier: never the folder of an extension (each is named by one)
 # Built by rootcling (cppyy's own tool for its standard-library PCH) with torch's headers added; written to a
 # temporary name and renamed when complete, so that a process never loads half a file.
 _PCH_SCRIPT = r"""
