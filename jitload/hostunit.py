@@ -205,6 +205,8 @@ class _Reader:
         self.stack.append(path)
         try:
             text = self.read(path)
+            if path in self.files and re.search(r"(?m)^[ \t]*#[ \t]*pragma[ \t]+once\b", text):
+                return  # read once per unit, as the compiler reads it once per translation unit
             self.files.append(path)
             self._add_text(path, text)
         finally:

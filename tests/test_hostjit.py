@@ -91,6 +91,16 @@ def test_unit_keeps_host_code_and_kernel_declarations(tmp_path):
     assert f'#line 6 "{tmp_path / "src.cu"}"' in code  # messages name the user's file and line
 
 
+def test_a_pragma_once_header_of_two_sources_is_read_once(tmp_path):
+    (tmp_path / "h.h").write_text("#pragma once\ninline int h() { return 1; }\n")
+    (tmp_path / "b.cpp").write_text('#include "h.h"\nint b() { return h(); }\n')
+    (tmp_path / "a.cpp").write_text('#include "h.h"\nint a() { return h(); }\n'
+                                    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("a", &a); }\n')
+    unit = hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read(),
+                          include_dirs=[str(tmp_path)])
+    assert unit.code.count("inline int h()") == 1
+
+
 @pytest.mark.parametrize(("block", "why"), [
     ('m.def("f", &f, py::arg("x") = 1);', "keyword names and defaults"),
     ('py::class_<Foo>(m, "Foo");', "only m.def"),
