@@ -381,6 +381,9 @@ class Extension:
             images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
         except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
             return f"host JIT: {err}"
+        except Exception as err:  # cppyy raises its own kinds (a static initialiser's C++ exception among them)
+            return f"host JIT: the interpreter failed: {type(err).__name__}: {str(err).strip()[:300]}"
+        self._cancel_bet()  # the full build of an older edit: this one's replaces it
         state = self._state
         state.files.update(before)
         state.files.update(fingerprint.take([f for f in unit.files if f not in state.files]))

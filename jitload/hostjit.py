@@ -45,14 +45,18 @@ _PRELUDE = r"""
 #include <torch/extension.h>
 #include <cstdint>
 #include <typeinfo>
+#include <type_traits>
+#include <utility>
 #include <vector>
+#include <Python.h>
 namespace jitload_rt {
 inline std::vector<const char*>& tags() { static std::vector<const char*> v; return v; }
 inline int note(const char* name) { tags().push_back(name); return (int)tags().size() - 1; }
 // One per kernel instance a launch names; its typeid name holds the kernel's mangled name.
 template <auto F> struct Tag { static inline const int index = note(typeid(Tag<F>).name()); };
 
-// torch ops take int64_t and double where pybind11 also took int and float.
+// torch ops take int64_t and double where pybind11 also took int and float. A value the narrower type
+// cannot hold is a TypeError, as pybind11 makes it, not a wrapped number.
 template <class T> struct Widen { using type = T; };
 template <class T> struct Widen<const T> { using type = typename Widen<T>::type; };
 template <class T> struct Widen<T&> { using type = typename Widen<T>::type; };
@@ -60,13 +64,43 @@ template <class T> struct Widen<const T&> { using type = typename Widen<T>::type
 template <> struct Widen<int> { using type = int64_t; };
 template <> struct Widen<unsigned> { using type = int64_t; };
 template <> struct Widen<short> { using type = int64_t; };
+template <> struct Widen<unsigned short> { using type = int64_t; };
 template <> struct Widen<long long> { using type = int64_t; };
 template <> struct Widen<unsigned long> { using type = int64_t; };
+template <> struct Widen<unsigned long long> { using type = int64_t; };
 template <> struct Widen<float> { using type = double; };
+template <> struct Widen<c10::Scalar>;  // pybind11 cannot take a Scalar: the full build would not either
+template <class T, class W> T narrow(W& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, W>) {
+    TORCH_CHECK_TYPE(std::in_range<T>(v), "incompatible function arguments: ", v, " does not fit the C++ ",
+                     "parameter's type");
+  } else if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+    TORCH_CHECK_TYPE(v.defined(), "incompatible function arguments: None where the C++ function takes a Tensor");
+  }
+  return static_cast<T>(v);
+}
+template <class W, class R> W widen(R&& r) {
+  if constexpr (std::is_integral_v<std::decay_t<R>> && !std::is_same_v<std::decay_t<R>, bool> &&
+                !std::is_same_v<std::decay_t<R>, W>) {
+    TORCH_CHECK(std::in_range<W>(r), "the result ", r, " does not fit a torch op's int (int64_t); the full ",
+                "build returns it as a Python int");
+  }
+  return static_cast<W>(std::forward<R>(r));
+}
+// Held while the function runs, as pybind11 holds it: torch's op call has released it.
+struct Gil {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~Gil() { PyGILState_Release(state); }
+};
 template <auto F, class S = decltype(F)> struct Adapt;
 template <auto F, class R, class... A> struct Adapt<F, R (*)(A...)> {
   static typename Widen<R>::type call(typename Widen<A>::type... a) {
-    return static_cast<typename Widen<R>::type>(F(static_cast<A>(a)...));
+    Gil gil;
+    if constexpr (std::is_void_v<R>) {
+      F(narrow<A>(a)...);
+    } else {
+      return widen<typename Widen<R>::type>(F(narrow<A>(a)...));
+    }
   }
 };
 template <auto F, class R, class... A> struct Adapt<F, R (*)(A...) noexcept> : Adapt<(R (*)(A...))F> {};
@@ -190,7 +224,9 @@ def _declare(code: str) -> None:
     with _captured_stderr() as err:
         ok = cppyy.gbl.gInterpreter.Declare(code)
     text = err[0] if err else ""
-    errors = [ln for ln in text.splitlines() if re.search(r"\berror\b", ln)]
+    # A symbol the unit declares but nothing defines shows as a failed materialization, not as an error.
+    errors = [ln for ln in text.splitlines()
+              if re.search(r"\berror\b|Failed to materialize|[Uu]nresolved|undefined symbol", ln)]
     if not ok or errors:
         first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
         raise JitError(first, errors or [first])
@@ -441,17 +477,42 @@ def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
     module = types.ModuleType(module_name, f"host code compiled by jitload's C++ interpreter ({unit.namespace})")
     module.__file__ = None
     for binding in unit.bindings:
-        setattr(module, binding.name, _caller(getattr(ops, binding.name), binding.name))
+        try:
+            op = getattr(ops, binding.name)
+        except (AttributeError, RuntimeError) as err:  # its registration did not run (a symbol left unresolved)
+            raise JitError(f"the op for {binding.name} was not registered: {err}") from err
+        setattr(module, binding.name, _caller(op, binding.name, _literal(binding.doc)))
     return Compiled(module, instances)
 
 
-def _caller(op, name: str):
+def _literal(text: str) -> str:
+    """A C++ string literal's value, as far as Python's own escapes read it ('' where they do not)."""
+    import ast
+
+    try:
+        return ast.literal_eval(text) if text else ""
+    except (ValueError, SyntaxError):
+        return text.strip('"')
+
+
+_ARGUMENT_ERRORS = ("Expected a value of type", "expected at most", "expected at least", "missing value for argument",
+                    "takes no keyword", "but instead found type")
+
+
+def _caller(op, name: str, doc: str):
     import torch
 
     def call(*args):
-        return op(*args)
+        try:
+            return op(*args)
+        except RuntimeError as err:
+            # Arguments that do not fit the function: a TypeError, as pybind11 raises for them.
+            if any(words in str(err) for words in _ARGUMENT_ERRORS) and name in str(err).split("\n")[0]:
+                raise TypeError(f"{name}(): incompatible arguments: {err}") from None
+            raise
 
     call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
     # A pybind11 function is opaque to torch.compile (a graph break); so is this stand-in for one, rather
     # than an op traced with fake tensors that its raw data pointers cannot take.
     return torch.compiler.disable(call)

@@ -47,6 +47,7 @@ class Unsupported(Exception):
 class Binding:
     name: str  # the Python name (m.def's first argument)
     function: str  # the C++ expression of the function, as the user spelled it (without '&')
+    doc: str = ""  # its docstring (m.def's string after the function), as a C++ literal
 
 
 @dataclass
@@ -171,7 +172,8 @@ def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
         function = function[1:].strip() if function.startswith("&") else function
         if not re.fullmatch(r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*", function):
             raise Unsupported(f"{where}: m.def({name}, {function[:40]}) binds something other than a named function")
-        out.append(Binding(name[1:-1], function))
+        docs = [arg for arg in args[2:] if arg.startswith('"')]
+        out.append(Binding(name[1:-1], function, docs[0] if docs else ""))
     return out
 
 
@@ -188,6 +190,9 @@ class _Reader:
     defines: list[str] = field(default_factory=list)
     has_kernels: bool = False
     stack: list[str] = field(default_factory=list)
+    kernels: set[str] = field(default_factory=set)  # kernels' names
+    host_code: list[str] = field(default_factory=list)  # masked host items after the launches' rewrite
+    own: dict[str, tuple[set[str], set[str], bool]] = field(default_factory=dict)  # source -> see _own_names
 
     def resolve(self, target: str, quoted: bool, including: str) -> str | None:
         """The user file an include names, or None for the toolchain's and for one not found in the user's
@@ -202,13 +207,23 @@ class _Reader:
     def add(self, path: str) -> None:
         if path in self.stack:
             return  # a header that includes itself (guarded): the guard decides, as for the compiler
+        top = not self.stack
         self.stack.append(path)
         try:
             text = self.read(path)
-            if path in self.files and re.search(r"(?m)^[ \t]*#[ \t]*pragma[ \t]+once\b", text):
-                return  # read once per unit, as the compiler reads it once per translation unit
+            if path in self.files and not top:
+                # Read once per unit (as a guarded or #pragma once header is read once per translation unit);
+                # its macros stay defined for the sources after the first that includes it.
+                return
             self.files.append(path)
+            start = len(self.body)
             self._add_text(path, text)
+            if top:
+                self.own[path] = _own_names(text)
+                # A source's own macros end with it, as they end with its translation unit in a full build.
+                names = list(dict.fromkeys(_DEFINE.findall(devicecode._mask(text))))
+                self.body.insert(start, "".join(f'#pragma push_macro("{n}")\n' for n in names))
+                self.body.append("".join(f'#pragma pop_macro("{n}")\n' for n in names))
         finally:
             self.stack.pop()
 
@@ -246,13 +261,20 @@ class _Reader:
                 continue
             elif item.kind == "kernel":
                 self.has_kernels = True
+                self.kernels.add(item.name)
                 directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
                 snippet = text[item.start:item.body] + "{}\n" + "\n".join(directives)
-            self.body.append(f'#line {item.line} "{path}"\n{rewrite_launches(snippet)}\n')
+            code = rewrite_launches(snippet)
+            if item.kind != "kernel" and not (item.kind == "decl" and "__global__" in snippet):
+                self.host_code.append(devicecode._mask(code))
+            self.body.append(f'#line {item.line} "{path}"\n{code}\n')
 
     def _include(self, path: str, snippet: str, line: int) -> bool:
         match = _INCLUDE.match(snippet)
         if not match:
+            if re.match(r"\s*#\s*include\b", snippet):
+                # The interpreter would read the file itself, once per process: an edit of it would be missed.
+                raise Unsupported(f"{_label(path)}:{line}: a computed #include")
             return False
         quoted, target = match.group(1) == '"', match.group(2)
         user = self.resolve(target, quoted, path)
@@ -262,6 +284,49 @@ class _Reader:
         self.add(user)
         self.body.append(f'#line {line + 1} "{path}"\n')
         return True
+
+
+def _own_names(text: str) -> tuple[set[str], set[str], bool]:
+    """A source's names of internal linkage (``static`` functions and variables, anonymous namespaces' items),
+    every identifier it spells, and whether it has a top-level ``using namespace``."""
+    try:
+        items = devicecode.parse(text)
+    except devicecode.Unsure:
+        return set(), set(), False
+    masked = devicecode._mask(text)
+    internal = {item.name for item in items if item.name and item.kind in {"host", "hostdevice", "decl"}
+                and ("" in item.scope or re.match(r"\s*(template\s*<[^{;]*>\s*)?(inline\s+)?static\b",
+                                                  masked[item.start:item.body if item.body > 0 else item.end]))}
+    using = bool(re.search(r"(?m)^\s*using\s+namespace\b", masked))
+    return internal, set(re.findall(r"[A-Za-z_]\w*", masked)), using
+
+
+def _check_sources_apart(own: dict[str, tuple[set[str], set[str], bool]]) -> None:
+    """Sources compiled apart by a full build share one unit here: refuse where that could change a name's
+    meaning (one source's internal names spelled in another, a using-directive reaching another source)."""
+    if len(own) < 2:
+        return
+    for path, (internal, _, using) in own.items():
+        if using:
+            raise Unsupported(f"{_label(path)}: a top-level 'using namespace' would reach the extension's other "
+                              "sources in the interpreter's one unit")
+        for other, (_, words, _) in own.items():
+            shared = sorted(internal & words) if other != path else []
+            if shared:
+                raise Unsupported(f"{_label(path)}'s internal {shared[0]} is a name {_label(other)} uses too: "
+                                  "in the interpreter's one unit they would meet")
+
+
+def _check_kernels_launched_only(reader: _Reader) -> None:
+    """A kernel named outside a ``<<<>>>`` launch (cudaFuncSetAttribute, cudaLaunchKernel, occupancy queries)
+    would name the interpreter's stand-in, not device code: refused."""
+    for name in sorted(reader.kernels):
+        for code in reader.host_code:
+            uses = len(re.findall(rf"\b{name}\b", code))
+            launches = len(re.findall(rf"::jitload_rt::launch<\s*(?:[\w:]*::)?{name}\b", code))
+            if uses > launches:
+                raise Unsupported(f"the kernel {name} is named outside a <<<>>> launch (as by cudaFuncSetAttribute "
+                                  "or cudaLaunchKernel): the interpreter has no device code behind that name")
 
 
 def _is_user_file(path: str) -> bool:
@@ -280,13 +345,25 @@ def build(sources: list[str], namespace: str, *, read: Callable[[str], str], inc
         reader.add(src)
     if not reader.bindings:
         raise Unsupported("no PYBIND11_MODULE with m.def(...) in the sources: nothing to call")
+    names = [b.name for b in reader.bindings]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise Unsupported(f'm.def("{twice}", ...) twice: pybind11 overloads, which a torch op cannot be')
+    _check_sources_apart(reader.own)
+    _check_kernels_launched_only(reader)
     library = f"{namespace}_ops"
     macros = dict(defines or {})
-    head = [f"#define {k} {v}".rstrip() for k, v in macros.items()]
-    lines = [*head, *reader.hoisted, f"namespace {namespace} {{", *reader.body]
+    # Every macro the unit touches is pushed first and popped last: what torch, the C library or an earlier
+    # unit defined is as it was after it, and a macro an edit removed is gone. NDEBUG is the build's (the
+    # interpreter defines it; g++ under torch's flags does not), and assert follows it.
+    touched = list(dict.fromkeys([*macros, *reader.defines, "NDEBUG"]))
+    lines = [f'#pragma push_macro("{n}")' for n in touched]
+    lines += ["#undef NDEBUG", *(f"#define {k} {v}".rstrip() for k, v in macros.items()), "#include <assert.h>"]
+    lines += [*reader.hoisted, f"namespace {namespace} {{", *reader.body]
     lines.append(f"TORCH_LIBRARY({library}, m) {{")
     lines += [f'  m.def("{b.name}", &::jitload_rt::Adapt<&{b.function}>::call);' for b in reader.bindings]
     lines.append("}")
     lines.append(f"}}  // namespace {namespace}")
-    lines += [f"#undef {name}" for name in dict.fromkeys([*macros, *reader.defines])]
+    lines += [f'#pragma pop_macro("{n}")' for n in touched]
+    lines.append("#include <assert.h>")
     return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.files)

@@ -87,7 +87,9 @@ def test_unit_keeps_host_code_and_kernel_declarations(tmp_path):
     assert "void k(const float* x, float* y, int n) {}" in code  # the kernel's body left out
     assert "::jitload_rt::launch<k >(1, BLOCK)" in code
     assert 'm.def("run", &::jitload_rt::Adapt<&run>::call);' in code
-    assert code.rstrip().endswith("#undef BLOCK")  # a define removed by the next edit is gone
+    # A define removed by the next edit is gone after the unit, as it was before it.
+    assert code.index('#pragma push_macro("BLOCK")') < code.index("#define BLOCK") < code.rindex(
+        '#pragma pop_macro("BLOCK")')
     assert f'#line 6 "{tmp_path / "src.cu"}"' in code  # messages name the user's file and line
 
 
@@ -109,6 +111,41 @@ def test_a_pragma_once_header_of_two_sources_is_read_once(tmp_path):
 def test_bindings_it_cannot_carry_are_refused(tmp_path, block, why):
     with pytest.raises(hostunit.Unsupported, match=why):
         _unit(tmp_path, f"int f(int x) {{ return x; }}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
+
+
+def test_sources_that_would_meet_in_one_unit_are_refused(tmp_path):
+    (tmp_path / "a.cpp").write_text("static double helper(double x) { return x + 100; }\n"
+                                    "double from_a(double v) { return helper(v); }\n")
+    (tmp_path / "b.cpp").write_text("#define SCALE 3\nstatic long helper(long x) { return x + SCALE; }\n"
+                                    "long b(long v) { return helper(v); }\n"
+                                    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("b", &b); }\n')
+    with pytest.raises(hostunit.Unsupported, match="internal helper"):
+        hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read())
+    (tmp_path / "a.cpp").write_text("#define SCALE 2\ndouble from_a(double v) { return v * SCALE; }\n")
+    (tmp_path / "b.cpp").write_text('#include <cmath>\n#ifndef M_PI\n#define M_PI 3.14\n#endif\n'
+                                    "double pi() { return M_PI; }\n"
+                                    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("pi", &pi); }\n')
+    code = hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns",
+                          read=lambda p: open(p).read()).code
+    # a.cpp's SCALE ends with a.cpp; M_PI is pushed and popped around the unit, never #undef'd for good.
+    assert code.index('#pragma pop_macro("SCALE")') < code.index("double pi()")
+    assert "#undef M_PI" not in code and code.rstrip().endswith("#include <assert.h>")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('#define HDR "val.h"\n#include HDR\nint f() { return 1; }\n', "computed #include"),
+    ('int f() { return 1; }\nint g() { return 2; }\n'
+     'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); m.def("f", &g); }\n', "twice"),
+    ("__global__ void k(float* p) {}\nvoid go(float* p) {\n"
+     "  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);\n  k<<<1, 1>>>(p);\n}\n",
+     "named outside a <<<>>> launch"),
+])
+def test_what_the_interpreter_would_read_otherwise_is_refused(tmp_path, text, why):
+    if "PYBIND11_MODULE" not in text:
+        text += 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n' if "int f()" in text else \
+            'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("go", &go); }\n'
+    with pytest.raises(hostunit.Unsupported, match=why):
+        _unit(tmp_path, text)
 
 
 def test_op_libraries_and_device_variables_are_refused(tmp_path):
@@ -136,10 +173,28 @@ SOURCE = textwrap.dedent("""\
         return {halves[0] * weight, halves[1].sum()};
     }
 
+    bool asserts_on() {
+    #ifdef NDEBUG
+        return false;
+    #else
+        return true;
+    #endif
+    }
+
+    bool holds_gil() { return PyGILState_Check() == 1; }
+
+    int64_t as_unsigned(unsigned k) { return k; }
+
+    size_t huge() { return (size_t(1) << 63) + 5; }
+
     PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         m.def("scale", &scale, "x * alpha + OFFSET");
         m.def("count", &count);
         m.def("split_sum", &split_sum);
+        m.def("asserts_on", &asserts_on);
+        m.def("holds_gil", &holds_gil);
+        m.def("as_unsigned", &as_unsigned);
+        m.def("huge", &huge);
     }
     """)
 
@@ -151,7 +206,8 @@ def _outputs(ext):
     out = ext.scale(g, 3.0)
     out.sum().backward()
     return {"scale": ext.scale(x, 0.5), "count": ext.count(y, 4), "split_sum": ext.split_sum(y, 1.5),
-            "grad": g.grad.clone()}
+            "grad": g.grad.clone(), "asserts_on": ext.asserts_on(), "holds_gil": ext.holds_gil(),
+            "as_unsigned": ext.as_unsigned(7)}
 
 
 def _same(a, b):
@@ -196,6 +252,13 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
     torch.testing.assert_close(jit["grad"], torch.full((3,), 3.0))  # autograd through the wrapper's own ops
     with pytest.raises(RuntimeError, match="scale: x must be 1-D, got 2 dimensions"):
         ext.scale(torch.ones(2, 2), 1.0)
+    assert jit["asserts_on"] and jit["holds_gil"]  # as g++ under torch's flags compiles it, as pybind11 calls it
+    with pytest.raises(TypeError):  # pybind11 refuses -1 for an unsigned; the JIT must not wrap it
+        ext.as_unsigned(-1)
+    with pytest.raises(TypeError):  # None for a Tensor
+        ext.scale(None, 1.0)
+    with pytest.raises(RuntimeError, match="does not fit"):  # 2^63 + 5 has no int64_t: an error, not a wrap
+        ext.huge()
     # A second edit while the interpreter's code runs: the interpreter again, the newest text wins.
     src.write_text(SOURCE.replace("OFFSET", "3"))
     ext.reload()
@@ -234,6 +297,25 @@ def test_a_compile_error_takes_the_full_build_and_names_the_file_and_line(cpu_ex
         ext.reload()
     assert "ops.cpp:6" in str(info.value), str(info.value)  # the full build's compiler decides, and says where
     torch.testing.assert_close(ext.scale(torch.zeros(1), 1.0), before)  # the running code is kept
+    src.write_text(SOURCE.replace("OFFSET", "1"))
+
+
+@needs_cppyy
+def test_what_the_interpreter_rejects_at_run_time_takes_the_full_build(cpu_ext):
+    ext, src = cpu_ext
+    # Declared, bound, never defined: the interpreter cannot materialise it (nor could g++ link it: the full
+    # build's error names it); and a parameter type torch ops cannot take.
+    for extra, binding in (("torch::Tensor missing(torch::Tensor x);", 'm.def("missing", &missing);'),
+                           ("int64_t total(std::vector<int> v) { return (int64_t)v.size(); }",
+                            'm.def("total", &total);')):
+        text = SOURCE.replace("OFFSET", "8").replace("PYBIND11_MODULE", f"{extra}\nPYBIND11_MODULE")
+        src.write_text(text.replace('m.def("huge", &huge);', f'm.def("huge", &huge);\n    {binding}'))
+        try:
+            ext.reload()
+        except BuildError:
+            pass  # the full build's verdict (missing: an undefined symbol)
+        assert ext.info.status in ("built", "failed"), ext.info
+        assert "host JIT" in ext.info.reason or ext.info.status == "failed", ext.info
     src.write_text(SOURCE.replace("OFFSET", "1"))
 
 
