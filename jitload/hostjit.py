@@ -1,11 +1,13 @@
 """Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
 
-cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s; the GIL is free),
-and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s. Its
-kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's namespace) and are
-launched through their ``cudaKernel_t`` on the stream the code names. Its functions are torch ops
-(``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a wrapper
-that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too.
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, the GIL free; on
+a machine without a GPU it starts instead from torch's headers precompiled once, :func:`build_pch`, in about
+2 s), and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s.
+While it declares code, file descriptor 2 is its diagnostics' (anything else written there meanwhile is
+written after it). Its kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's
+namespace) and are launched through their ``cudaKernel_t`` on the stream the code names. Its functions are
+torch ops (``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a
+wrapper that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too.
 
 What runs here is a stand-in: the caller (:mod:`jitload.extension`) starts the full build at once and loads
 it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
@@ -13,7 +15,7 @@ is a new namespace and op library), so a process that takes hundreds of host edi
 
 ``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts parsing torch's headers at the first full build
 of an extension that could use it, in a thread (one core for those 20 s; ``jitload watch`` sets it); unset,
-the headers are parsed at the first host edit, which then takes about 20 s more.
+the interpreter starts at the first host edit, which then takes about 20 s more (2 s from the PCH).
 """
 
 from __future__ import annotations
@@ -230,6 +232,9 @@ def _declare(code: str) -> None:
     if not ok or errors:
         first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
         raise JitError(first, errors or [first])
+    if text:
+        # Warnings, and whatever another thread wrote meanwhile (a build's progress): not lost, only late.
+        os.write(2, text.encode())
 
 
 def _torch_libraries(cuda: bool) -> list[str]:
