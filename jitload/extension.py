@@ -251,8 +251,11 @@ class Extension:
                         if refused is None:
                             return self
                         reason = f"{reason}; {refused}" if refused else reason
-                if self._module is None and not (force or full) and self._try_cold_jit(key, start):
-                    return self
+                if self._module is None and not (force or full):
+                    refused = self._try_cold_jit(key, start)
+                    if refused is None:
+                        return self
+                    reason = refused
                 self._cancel_bet()
                 self._rebuild(key, start, force or full, reason)
             except BuildError as err:
@@ -395,21 +398,25 @@ class Extension:
         self._start_bet(False, before, jit=True)
         return None
 
-    def _try_cold_jit(self, key: str, start: float) -> bool:
+    def _try_cold_jit(self, key: str, start: float) -> str | None:
         """A first load whose build is not on disk: the host JIT's result in seconds, the full build behind it.
-        Only where torch's headers are precompiled for the interpreter (else its start is as slow as a build)."""
+        Only where torch's headers are precompiled for the interpreter (else its start is as slow as a build).
+        None when done, else why the full build runs now ('' where the host JIT has nothing to say)."""
         spec = self._spec
         cuda = any(src.endswith(_CUDA_SUFFIXES) for src in spec.sources)
         if (hostjit.setting() in hostjit.OFF or hostjit.unavailable() or not spec.python_module
                 or (cuda and not swap.gpu_available())):
-            return False
+            return ""
         if "cppyy" not in sys.modules and not (hostjit.pch_usable() and os.path.exists(hostjit.pch_path(False))):
-            return False
+            return ""
         if manifest.read(spec.build_directory).up_to_date(key):
-            return False  # loading the build on disk takes milliseconds
+            return ""  # loading the build on disk takes milliseconds
         trust.private_dir(spec.build_directory)
-        with build_lock(spec.build_directory):
-            build.write_ninja_file(**spec.torch_args())  # the compile lines the JIT takes its flags from
+        try:
+            with build_lock(spec.build_directory):
+                build.write_ninja_file(**spec.torch_args())  # the compile lines the JIT takes its flags from
+        except Exception:  # the full build meets the same problem, and says it in its own words
+            return ""
         texts = {src: t for src in spec.sources if src.endswith(".cu") and (t := fullbuild.read_text(src))}
         # The device-mode macro state after torch's includes, for the device units (as a swap has it).
         capture = threading.Thread(target=fullbuild.capture_snapshots, args=(spec.build_directory, texts))
@@ -421,8 +428,7 @@ class Extension:
         refused = self._try_host_jit(list(spec.sources), start, "first build")
         if refused is not None:
             self._state = manifest.State()
-            return False
-        return True
+        return refused
 
     def _jit_kernels(self, unit: hostunit.Unit, texts: dict[str, str], instances: list[tuple[int, str]]
                      ) -> dict[str, bytes]:
