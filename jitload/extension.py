@@ -376,7 +376,7 @@ class Extension:
         namespace = hostjit.new_namespace(spec.name)
         try:
             flags = hostjit.build_flags(spec.build_directory, cuda)
-            user_dirs = [d for d in flags.include_dirs if swapplan._is_user_file(d)]
+            user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
             unit = hostunit.build(list(spec.sources), namespace, read=read, include_dirs=user_dirs,
                                   defines=flags.defines)
             hostjit.start(flags.include_dirs, cuda)

@@ -171,11 +171,7 @@ TORCH_LIBRARY(jitload_rt_warm_cuda, m) { m.def("warm", &::jitload_rt::Adapt<&::j
 
 
 class JitError(Exception):
-    """The interpreter refused the unit, or its kernels could not be bound; ``messages`` are its errors."""
-
-    def __init__(self, text: str, messages: list[str] | None = None):
-        super().__init__(text)
-        self.messages = messages or []
+    """The interpreter refused the unit (its first error is the message), or its kernels could not be bound."""
 
 
 def setting() -> str:
@@ -231,7 +227,7 @@ def _declare(code: str) -> None:
               if re.search(r"\berror\b|Failed to materialize|[Uu]nresolved|undefined symbol", ln)]
     if not ok or errors:
         first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
-        raise JitError(first, errors or [first])
+        raise JitError(first)
     if text:
         # Warnings, and whatever another thread wrote meanwhile (a build's progress): not lost, only late.
         os.write(2, text.encode())

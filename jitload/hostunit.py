@@ -29,8 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import devicecode
-from .build import toolchain_roots
+from . import devicecode, swapplan
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 _DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
@@ -201,7 +200,7 @@ class _Reader:
         for d in [*dirs, *self.include_dirs]:
             candidate = os.path.normpath(os.path.join(d, target))
             if os.path.isfile(candidate):
-                return candidate if _is_user_file(candidate) else None
+                return candidate if swapplan.is_user_file(candidate) else None
         return None
 
     def add(self, path: str) -> None:
@@ -327,10 +326,6 @@ def _check_kernels_launched_only(reader: _Reader) -> None:
             if uses > launches:
                 raise Unsupported(f"the kernel {name} is named outside a <<<>>> launch (as by cudaFuncSetAttribute "
                                   "or cudaLaunchKernel): the interpreter has no device code behind that name")
-
-
-def _is_user_file(path: str) -> bool:
-    return not os.path.realpath(path).startswith(toolchain_roots())
 
 
 def build(sources: list[str], namespace: str, *, read: Callable[[str], str], include_dirs: list[str] = (),

@@ -89,7 +89,7 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
             return Refusal(_where(changed, texts, new_texts))
         lines_moved |= view.exact != old_exact
         hosts[src] = view.encode()
-        new_headers = [f for f in view.files if f != src and f not in state.units[src] and _is_user_file(f)]
+        new_headers = [f for f in view.files if f != src and f not in state.units[src] and is_user_file(f)]
         if new_headers:
             added[src] = new_headers
             before.update(fingerprint.take(new_headers))
@@ -114,7 +114,7 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
     return Plan(units, kernels, before, new_texts, hosts, added, lines_moved)
 
 
-def _is_user_file(path: str) -> bool:
+def is_user_file(path: str) -> bool:
     """Not the toolchain's (torch, CUDA, Python, the system) nor jitload's own snapshot."""
     real = os.path.realpath(path)
     return not real.startswith(build.toolchain_roots()) and f"{os.sep}{ppview.PP_DIR}{os.sep}" not in real

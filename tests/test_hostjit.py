@@ -239,12 +239,17 @@ def cpu_ext(tmp_path_factory):
         ext.stop_verification()
 
 
+def _jit_edit(ext, src, offset):
+    """Save SOURCE with ``offset`` and reload: the interpreter's code must run it."""
+    src.write_text(SOURCE.replace("OFFSET", str(offset)))
+    ext.reload()
+    assert ext.info.status == "jit" and ext.info.verification == "replacing", ext.info
+
+
 @needs_cppyy
 def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ext):
     ext, src = cpu_ext
-    src.write_text(SOURCE.replace("OFFSET", "2"))
-    ext.reload()
-    assert ext.info.status == "jit" and ext.info.verification == "replacing", ext.info
+    _jit_edit(ext, src, 2)
     assert "C++ interpreter" in str(ext.info) and "replaces it is running" in str(ext.info)
     jit = _outputs(ext)
     torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 2)
@@ -260,9 +265,7 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
     with pytest.raises(RuntimeError, match="does not fit"):  # 2^63 + 5 has no int64_t: an error, not a wrap
         ext.huge()
     # A second edit while the interpreter's code runs: the interpreter again, the newest text wins.
-    src.write_text(SOURCE.replace("OFFSET", "3"))
-    ext.reload()
-    assert ext.info.status == "jit", ext.info
+    _jit_edit(ext, src, 3)
     jit = _outputs(ext)
     torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 3)
     assert ext.reload().info.status == "unchanged"  # nothing re-saved: nothing compiled
@@ -287,9 +290,7 @@ def test_what_the_jit_cannot_take_is_built_in_full_and_says_why(cpu_ext):
 @needs_cppyy
 def test_a_compile_error_takes_the_full_build_and_names_the_file_and_line(cpu_ext):
     ext, src = cpu_ext
-    src.write_text(SOURCE.replace("OFFSET", "5"))
-    ext.reload()
-    assert ext.info.status == "jit"
+    _jit_edit(ext, src, 5)
     before = ext.scale(torch.zeros(1), 1.0)
     broken = SOURCE.replace("OFFSET", "5").replace("return x * alpha + 5;", "return x * alpha + undefined_name;")
     src.write_text(broken.replace("OFFSET", "5"))
@@ -322,9 +323,7 @@ def test_what_the_interpreter_rejects_at_run_time_takes_the_full_build(cpu_ext):
 @needs_cppyy
 def test_the_interpreters_code_is_opaque_to_torch_compile(cpu_ext):
     ext, src = cpu_ext
-    src.write_text(SOURCE.replace("OFFSET", "6"))
-    ext.reload()
-    assert ext.info.status == "jit"
+    _jit_edit(ext, src, 6)
     compiled = torch.compile(lambda t: ext.scale(t, 2.0) * 3, backend="eager")
     torch.testing.assert_close(compiled(torch.ones(4)), torch.full((4,), 24.0))
 
