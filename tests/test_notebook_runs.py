@@ -40,17 +40,22 @@ def _history_reason():
 
 def used_paths(nb) -> list[str]:
     """What a notebook's outputs depend on: jitload/, and kernels/<name>/ (with kernels/common/) for each kernel
-    its code names, as a string ("add_relu"), a path (kernels/add_relu) or an op (torch.ops.jitload.add_relu)."""
+    its code names, as a string ("add_relu"), a path (kernels/add_relu) or an op (torch.ops.jitload.add_relu);
+    then the other sources it names by path (the article's files, a file of tests/swap_corpus)."""
     code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
     used = [name for name in KERNELS if re.search(
         rf"""["']{name}["']|kernels/{name}\b|torch\.ops\.jitload\.{name}\b""", code)]
-    return ["jitload"] + ([f"kernels/{name}" for name in used] + ["kernels/common"] if used else [])
+    named = sorted(set(re.findall(r"""["'](notebooks/article|tests/swap_corpus/[\w.]+)["'/]""", code)))
+    return ["jitload"] + ([f"kernels/{name}" for name in used] + ["kernels/common"] if used else []) + named
 
 
 def test_used_paths_reads_kernel_names():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'kernels.get("add_relu")\nopen("kernels/softmax/softmax.cu")\ntorch.ops.jitload.rmsnorm(x)\n"additive"')])
     assert used_paths(nb) == ["jitload", "kernels/add_relu", "kernels/rmsnorm", "kernels/softmax", "kernels/common"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        'os.path.abspath("notebooks/article")\nopen("tests/swap_corpus/dispatch_template.cu")')])
+    assert used_paths(nb) == ["jitload", "notebooks/article", "tests/swap_corpus/dispatch_template.cu"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
