@@ -176,7 +176,9 @@ LAYOUTS = {
                                     ('"x must be contiguous"', '"x: contiguous please"')),
     "load_inline, torch wrapper in cuda_sources": (["inline_scale.cu"], ("y[i] = x[i] * k;", "y[i] = x[i] * k + 1.0f;"),
                                                    ('"x: float32 CUDA"', '"x: a float32 CUDA tensor"')),
-    "TORCH_LIBRARY op library": (["op_library.cu"], ("a[idx] * b[idx] + c", "a[idx] * b[idx] - c"), None),
+    "TORCH_LIBRARY op library": (["op_library.cu"], ("a[idx] * b[idx] + c", "a[idx] * b[idx] - c"),
+                                 ("TORCH_CHECK(a.sizes() == b.sizes());",
+                                  'TORCH_CHECK(a.sizes() == b.sizes(), "a and b differ in size");')),
 }
 LAYOUT_WORKER = r"""
 import json, os, sys, time, torch
@@ -364,6 +366,29 @@ def cpp_table(env: dict[str, str]) -> list[str]:
     return lines
 
 
+PCH_WORKER = r"""
+import os, time
+from jitload import hostjit
+t = time.perf_counter()
+made = hostjit.build_pch()
+if made is not None:
+    made.wait()
+print(os.path.exists(hostjit.machine_pch()), made is not None, f"{time.perf_counter() - t:.1f}")
+"""
+
+
+def _machine_pch(env: dict[str, str]) -> list[str]:
+    """The interpreter's PCH of torch's headers, made first (once per machine and torch version, as the first
+    build with the host JIT on makes it), so that every first load below finds it."""
+    done = subprocess.run([sys.executable, "-c", PCH_WORKER], capture_output=True, text=True,
+                          env=dict(env, JITLOAD_HOST_JIT="1"))
+    exists, made, seconds = [*done.stdout.split(), "?", "?", "?"][:3]
+    if exists != "True":
+        return ["", f"The interpreter's PCH could not be made: {(done.stdout + done.stderr)[-300:]}"]
+    how = f"made in {seconds} s" if made == "True" else "on disk"
+    return ["", f"The interpreter's PCH of torch's headers: {how} (once per machine and torch version)."]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
@@ -413,6 +438,8 @@ def main() -> None:
         lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
                   f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
     env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
+    if args.host_jit != "off":
+        lines += _machine_pch(env)
     lines += cpp_table(env)
     if torch.cuda.is_available() and not args.cpp_only:
         lines += layouts_table(env, args.jobs)

@@ -356,8 +356,6 @@ class Extension:
         if hostjit.setting() in hostjit.OFF:
             return ""
         refused = hostjit.unavailable()
-        if not refused and not spec.python_module:
-            refused = "an op library registers its namespace once per process"
         if not refused and cuda and not swap.gpu_available():
             refused = "no GPU is visible to run the kernels"
         if refused:
@@ -379,9 +377,14 @@ class Extension:
             user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
             unit = hostunit.build(list(spec.sources), namespace, read=read, include_dirs=user_dirs,
                                   defines=flags.defines)
+            if spec.python_module != bool(unit.bindings):
+                raise hostunit.Unsupported("a Python module's bindings are PYBIND11_MODULE's, an op library's "
+                                           "TORCH_LIBRARY's (is_python_module says which)")
             hostjit.start(flags.include_dirs, cuda)
+            hostjit.check_schemas(unit.schemas)
             compiled = hostjit.compile_unit(unit, namespace)
             images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
+            hostjit.register_impls()  # an op library's kernels, overriding the loaded library's
         except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
             return f"host JIT: {err}"
         except Exception as err:  # cppyy raises its own kinds (a static initialiser's C++ exception among them)
@@ -391,7 +394,9 @@ class Extension:
         state.files.update(before)
         state.files.update(fingerprint.take([f for f in unit.files if f not in state.files]))
         self._texts.update(texts)
-        self._module, self._jit = compiled.module, namespace
+        # An op library's ops stay where they are (torch.ops): the interpreter's kernels were registered for them.
+        self._module = compiled.module if spec.python_module else self._module
+        self._jit = namespace
         self.info = BuildInfo("jit", time.perf_counter() - start, len(images), namespace,
                               kernels=len(compiled.instances), reason=why, verification="replacing")
         self._unverified = True
@@ -407,7 +412,7 @@ class Extension:
         if (hostjit.setting() in hostjit.OFF or hostjit.unavailable() or not spec.python_module
                 or (cuda and not swap.gpu_available())):
             return ""
-        if "cppyy" not in sys.modules and not (hostjit.pch_usable() and os.path.exists(hostjit.pch_path(False))):
+        if "cppyy" not in sys.modules and not os.path.exists(hostjit.machine_pch()):
             return ""
         if manifest.read(spec.build_directory).up_to_date(key):
             return ""  # loading the build on disk takes milliseconds
@@ -494,6 +499,15 @@ class Extension:
                 self.info = replace(info, verification=f"verified by the full build ({seconds:.1f} s)")
                 self._notify()
                 return
+            if bet.jit and not self._spec.python_module:
+                # An op library's registrations are made once per process: its full build is for the next one.
+                if not moved:  # else the newer text's edit is still to be run: its reload sees the change
+                    self._state = state
+                self.info = replace(info, verification=f"built for the next process ({seconds:.1f} s); the "
+                                    "interpreter's host code runs in this one (an op library registers once per "
+                                    "process)")
+                self._notify()
+                return
             if bet.jit:
                 note = "the full build replaces the interpreter's host code"
             elif moved:
@@ -551,7 +565,7 @@ class Extension:
         # compilers; where a build is likely on disk already, after it, so that loading it is not slowed.
         first = not os.path.exists(os.path.join(spec.build_directory, "build.ninja"))
         if spec.python_module:
-            hostjit.build_pch(False)  # once per machine and torch version, beside the compilers
+            hostjit.build_pch()  # once per machine and torch version, beside the compilers
         if first:
             self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)

@@ -1,13 +1,14 @@
 """Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
 
-cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, the GIL free; on
-a machine without a GPU it starts instead from torch's headers precompiled once, :func:`build_pch`, in about
-2 s), and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s.
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, the GIL free), or
+starts from torch's headers (and, with a GPU visible, CUDA's) precompiled once per machine, :func:`build_pch`,
+in about 2 s, and then compiles an extension's host code, given as :mod:`jitload.hostunit` writes it, in 0.05-0.3 s.
 While it declares code, file descriptor 2 is its diagnostics' (anything else written there meanwhile is
 written after it). Its kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's
 namespace) and are launched through their ``cudaKernel_t`` on the stream the code names. Its functions are
 torch ops (``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a
-wrapper that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too.
+wrapper that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too. An op library's
+``TORCH_LIBRARY_IMPL`` kernels are registered over the loaded library's, for the same schemas.
 
 What runs here is a stand-in: the caller (:mod:`jitload.extension`) starts the full build at once and loads
 it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
@@ -106,6 +107,26 @@ template <auto F, class R, class... A> struct Adapt<F, R (*)(A...)> {
   }
 };
 template <auto F, class R, class... A> struct Adapt<F, R (*)(A...) noexcept> : Adapt<(R (*)(A...))F> {};
+
+// An op library's TORCH_LIBRARY_IMPL blocks: kept by the unit's static initialisers, registered only once the
+// unit's kernels are bound. Each registration overrides the loaded library's kernel for its dispatch key.
+struct Impl { const char* ns; c10::DispatchKey key; const char* file; uint32_t line; void (*init)(torch::Library&); };
+inline std::vector<Impl>& pending() { static std::vector<Impl> v; return v; }
+inline int defer(const char* ns, c10::DispatchKey key, const char* file, uint32_t line, void (*init)(torch::Library&)) {
+  pending().push_back({ns, key, file, line, init});
+  return 0;
+}
+inline void drop_pending() { pending().clear(); }
+inline int register_pending() {
+  std::vector<Impl> impls;
+  impls.swap(pending());
+  for (const Impl& i : impls) {
+    // Never deleted: deleting it would take the registration back, and the dispatcher may be gone at exit.
+    auto* library = new torch::Library(torch::Library::IMPL, i.ns, std::make_optional(i.key), i.file, i.line);
+    i.init(*library);
+  }
+  return (int)impls.size();
+}
 
 // Compiled once here, so that the first unit does not pay for torch's op-registration templates (seconds).
 inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
@@ -258,8 +279,8 @@ def start(include_dirs: list[str], cuda: bool) -> None:
     """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
     with _lock:
         if "cppyy" not in sys.modules:
-            pch = pch_path(False)
-            if pch_usable() and os.path.exists(pch) and _trusted(pch):
+            pch = machine_pch()
+            if os.path.exists(pch) and _trusted(pch):
                 # torch's headers, parsed once for this machine: the interpreter starts with them (2 s, not 20).
                 os.environ["CLING_STANDARD_PCH"] = pch
                 os.environ["EXTRA_CLING_ARGS"] = CLING_ARGS
@@ -354,22 +375,22 @@ def _trusted(path: str) -> bool:
     return True
 
 
-def pch_usable() -> bool:
-    """Whether the interpreter starts from a PCH here: on machines without a GPU. With one, CUDA's headers
-    would have to be in it too, and that configuration has not run on a GPU yet: there the interpreter parses
-    the headers (20 s, ``JITLOAD_HOST_JIT=warm`` moves them into the first build)."""
+def machine_pch() -> str:
+    """The PCH this machine's interpreter starts from: with a GPU visible, CUDA's headers are in it too (the
+    interpreter declares the launcher over them, whatever the extension)."""
     from . import swap
 
-    return not swap.gpu_available()
+    return pch_path(swap.gpu_available())
 
 
-def build_pch(cuda: bool) -> subprocess.Popen | None:
-    """Start building :func:`pch_path` in a process of its own where it is missing (about 20 s of one core, once
-    per machine and torch version); None where there is nothing to do."""
-    from . import trust
+def build_pch() -> subprocess.Popen | None:
+    """Start building :func:`machine_pch` in a process of its own where it is missing (about 20 s of one core,
+    once per machine and torch version); None where there is nothing to do."""
+    from . import swap, trust
 
-    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None or not pch_usable():
+    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None:
         return None
+    cuda = swap.gpu_available()
     out = pch_path(cuda)
     marker = out + ".building"
     if os.path.exists(out):
@@ -400,10 +421,8 @@ def describe() -> str:
     except PackageNotFoundError:
         cppyy_version = "?"
     when = "during the first build" if setting() == "warm" else "at the first host edit"
-    if not pch_usable():
-        how = "parsing torch's headers (20 s: with a GPU visible the PCH is not used yet)"
-    elif os.path.exists(pch_path(False)):
-        how = f"from the PCH {pch_path(False)}"
+    if os.path.exists(machine_pch()):
+        how = f"from the PCH {machine_pch()}"
     else:
         how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
     return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
@@ -471,6 +490,7 @@ def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
 
     tags = cppyy.gbl.jitload_rt.tags
     before = tags().size()
+    cppyy.gbl.jitload_rt.drop_pending()  # an earlier unit's, whose kernels failed to bind
     _declare(unit.code)
     names = [tags()[i] for i in range(before, tags().size())]
     instances = [(before + i, _spelled(n.decode() if isinstance(n, bytes) else str(n))) for i, n in enumerate(names)]
@@ -484,6 +504,33 @@ def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
             raise JitError(f"the op for {binding.name} was not registered: {err}") from err
         setattr(module, binding.name, _caller(op, binding.name, _literal(binding.doc)))
     return Compiled(module, instances)
+
+
+def check_schemas(schemas: list[tuple[str, str]]) -> None:
+    """An op library's schemas are registered once per process: each must be the registered one, as is."""
+    import torch
+
+    for namespace, text in schemas:
+        try:
+            schema = torch._C.parse_schema(text if "::" in text.split("(")[0] else f"{namespace}::{text}")
+        except RuntimeError as err:
+            raise JitError(f"TORCH_LIBRARY({namespace}): m.def(\"{text}\"): {err}") from err
+        name = schema.name.split("::", 1)[1]
+        try:
+            op = getattr(getattr(getattr(torch.ops, namespace), name), schema.overload_name or "default")
+        except (AttributeError, RuntimeError):
+            raise JitError(f"{schema.name} is a new op: an op library's ops are registered once per process "
+                           "(restart Python to use it)") from None
+        if str(op._schema) != str(schema):
+            raise JitError(f"the schema of {schema.name} changed ({op._schema} -> {schema}): an op's schema is "
+                           "registered once per process (restart Python to use it)")
+
+
+def register_impls() -> int:
+    """Register the declared unit's TORCH_LIBRARY_IMPL blocks (after its kernels are bound); how many."""
+    import cppyy
+
+    return int(cppyy.gbl.jitload_rt.register_pending())
 
 
 def _literal(text: str) -> str:

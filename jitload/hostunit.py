@@ -17,7 +17,11 @@ compiles the same host code in a fraction of a second, if the code is given to i
   by construction: both sides mangle the same declaration);
 - ``PYBIND11_MODULE`` becomes a ``TORCH_LIBRARY`` block: each ``m.def("f", &f)`` is an op whose schema torch
   infers from ``f``'s type (``int``/``float`` parameters widened to ``int64_t``/``double``), because a
-  pybind11 module cannot be created inside the interpreter (its weak symbols would be defined twice).
+  pybind11 module cannot be created inside the interpreter (its weak symbols would be defined twice);
+- an op library's ``TORCH_LIBRARY`` blocks (schemas only, registered once per process by the loaded library)
+  are left out and their schemas kept for the caller to compare with the registered ones; each
+  ``TORCH_LIBRARY_IMPL`` block becomes a deferred registration, made once the unit's kernels are bound, that
+  overrides the loaded library's kernels for its dispatch key.
 
 What this cannot take raises :class:`Unsupported` with the reason; the caller builds in full.
 """
@@ -58,6 +62,8 @@ class Unit:
     bindings: list[Binding] = field(default_factory=list)
     library: str = ""  # the torch.ops namespace of the bindings
     has_kernels: bool = False
+    schemas: list[tuple[str, str]] = field(default_factory=list)  # an op library's (namespace, schema) defs
+    impls: int = 0  # an op library's TORCH_LIBRARY_IMPL blocks, registered by ::jitload_rt::register_pending()
     files: list[str] = field(default_factory=list)  # every user file read (sources, then headers)
 
 
@@ -128,14 +134,14 @@ def rewrite_launches(text: str) -> str:
     return text
 
 
-def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
-    """The ``m.def`` calls of a ``PYBIND11_MODULE`` block (anything else in it is Unsupported)."""
+def _statements(text: str, item: devicecode.Item, where: str) -> tuple[int, str, list[tuple[int, int]]]:
+    """A registration block's body: its offset in ``text``, its masked text and its top-level statements'
+    spans (relative to the body)."""
     masked = devicecode._mask(text)
     body_start, body_end = item.body + 1, item.end - 1
     while body_end > body_start and masked[body_end] != "}":
         body_end -= 1
     body = masked[body_start:body_end]
-    out = []
     statements, depth, start = [], 0, 0
     for i, ch in enumerate(body):
         depth += ch in "([{"
@@ -144,7 +150,15 @@ def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
             statements.append((start, i))
             start = i + 1
     if body[start:].strip():
-        raise Unsupported(f"{where}: the PYBIND11_MODULE block ends without ';'")
+        raise Unsupported(f"{where}: the {item.name} block ends without ';'")
+    return body_start, body, statements
+
+
+def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
+    """The ``m.def`` calls of a ``PYBIND11_MODULE`` block (anything else in it is Unsupported)."""
+    masked = devicecode._mask(text)
+    body_start, body, statements = _statements(text, item, where)
+    out = []
     for a, b in statements:
         code = body[a:b]
         if _DOC_CALL.match(code):
@@ -176,6 +190,47 @@ def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
     return out
 
 
+_LITERALS = re.compile(r'\s*(?:"(?:\\.|[^"\\])*"\s*)+')
+_IMPL_HEAD = re.compile(r"TORCH_LIBRARY_IMPL\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*$")
+
+
+def _schemas(text: str, item: devicecode.Item, where: str) -> list[tuple[str, str]]:
+    """An op library's ``TORCH_LIBRARY(ns, m)`` block as (namespace, schema) pairs; only ``m.def("schema")``
+    is taken (a kernel given to m.def would be registered with the namespace, once per process)."""
+    import ast
+
+    head = re.match(r"TORCH_LIBRARY\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)", text[item.start:item.body])
+    if not head:
+        raise Unsupported(f"{where}: a TORCH_LIBRARY head jitload cannot read")
+    body_start, body, statements = _statements(text, item, where)
+    out = []
+    for a, b in statements:
+        call = re.fullmatch(rf"\s*{head.group(2)}\s*\.\s*def\s*\((.*)\)\s*", body[a:b], re.S)
+        literal = text[body_start + a + call.start(1):body_start + a + call.end(1)] if call else ""
+        if not call or not _LITERALS.fullmatch(literal):
+            shown = " ".join(text[body_start + a:body_start + b].split())[:80]
+            raise Unsupported(f"{where}: '{shown}' in TORCH_LIBRARY (only m.def(\"schema\") is taken: a kernel "
+                              "registered there is registered with the namespace, once per process)")
+        out.append((head.group(1), "".join(ast.literal_eval(part) for part in re.findall(r'"(?:\\.|[^"\\])*"',
+                                                                                          literal))))
+    return out
+
+
+def _deferred_impl(path: str, text: str, item: devicecode.Item, n: int) -> str:
+    """A ``TORCH_LIBRARY_IMPL(ns, key, m) {...}`` block as a function registered later (on one line, so the
+    body keeps its line numbers): a static initialiser would point the dispatcher at this code before its
+    kernels are bound, and the interpreter runs static initialisers as it compiles."""
+    head = _IMPL_HEAD.match(text[item.start:item.body].strip())
+    if not head:
+        raise Unsupported(f"{_label(path)}:{item.line}: a TORCH_LIBRARY_IMPL head jitload cannot read")
+    ns, key, lib = head.groups()
+    fn = f"jitload_impl_{n}"
+    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
+    return (f"static void {fn}(torch::Library&); static const int jitload_deferred_{n} = ::jitload_rt::defer("
+            f'"{ns}", c10::DispatchKey::{key}, "{quoted}", {item.line}, &{fn}); '
+            f"void {fn}(torch::Library& {lib}) " + text[item.body:item.end])
+
+
 @dataclass
 class _Reader:
     """Reads sources and their user headers into the unit's body, hoisting toolchain includes."""
@@ -185,6 +240,8 @@ class _Reader:
     hoisted: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
     bindings: list[Binding] = field(default_factory=list)
+    schemas: list[tuple[str, str]] = field(default_factory=list)
+    impls: int = 0
     files: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
     has_kernels: bool = False
@@ -247,11 +304,17 @@ class _Reader:
                 if re.match(r"\s*#\s*pragma\s+once\b", snippet):
                     continue
             elif item.kind == "registration":
-                if item.name != "PYBIND11_MODULE":
-                    raise Unsupported(f"{where}: {item.name} (an op library registers its namespace once per "
-                                      "process)")
-                self.bindings += _bindings(text, item, where)
-                continue
+                if item.name == "PYBIND11_MODULE":
+                    self.bindings += _bindings(text, item, where)
+                    continue
+                if item.name == "TORCH_LIBRARY":
+                    self.schemas += _schemas(text, item, where)
+                    continue
+                if item.name != "TORCH_LIBRARY_IMPL":
+                    raise Unsupported(f"{where}: {item.name} (its definitions would be registered again, and a "
+                                      "namespace's are registered once per process)")
+                snippet = _deferred_impl(path, text, item, self.impls)
+                self.impls += 1
             elif item.kind == "device":
                 # Only kernels call device functions; directives inside the body still act on what follows.
                 directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
@@ -338,8 +401,11 @@ def build(sources: list[str], namespace: str, *, read: Callable[[str], str], inc
     reader = _Reader(list(include_dirs), read)
     for src in sources:
         reader.add(src)
-    if not reader.bindings:
-        raise Unsupported("no PYBIND11_MODULE with m.def(...) in the sources: nothing to call")
+    if reader.bindings and (reader.impls or reader.schemas):
+        raise Unsupported("PYBIND11_MODULE and TORCH_LIBRARY blocks in one extension")
+    if not reader.bindings and not reader.impls:
+        raise Unsupported("no PYBIND11_MODULE with m.def(...) and no TORCH_LIBRARY_IMPL in the sources: nothing "
+                          "to call")
     names = [b.name for b in reader.bindings]
     if len(set(names)) < len(names):
         twice = next(n for n in names if names.count(n) > 1)
@@ -355,10 +421,12 @@ def build(sources: list[str], namespace: str, *, read: Callable[[str], str], inc
     lines = [f'#pragma push_macro("{n}")' for n in touched]
     lines += ["#undef NDEBUG", *(f"#define {k} {v}".rstrip() for k, v in macros.items()), "#include <assert.h>"]
     lines += [*reader.hoisted, f"namespace {namespace} {{", *reader.body]
-    lines.append(f"TORCH_LIBRARY({library}, m) {{")
-    lines += [f'  m.def("{b.name}", &::jitload_rt::Adapt<&{b.function}>::call);' for b in reader.bindings]
-    lines.append("}")
+    if reader.bindings:
+        lines.append(f"TORCH_LIBRARY({library}, m) {{")
+        lines += [f'  m.def("{b.name}", &::jitload_rt::Adapt<&{b.function}>::call);' for b in reader.bindings]
+        lines.append("}")
     lines.append(f"}}  // namespace {namespace}")
     lines += [f'#pragma pop_macro("{n}")' for n in touched]
     lines.append("#include <assert.h>")
-    return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.files)
+    return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.schemas,
+                reader.impls, reader.files)

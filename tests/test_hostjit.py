@@ -13,6 +13,7 @@ edit, a kernel signature changed with its launch, the full build that replaces t
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -148,9 +149,45 @@ def test_what_the_interpreter_would_read_otherwise_is_refused(tmp_path, text, wh
         _unit(tmp_path, text)
 
 
-def test_op_libraries_and_device_variables_are_refused(tmp_path):
-    with pytest.raises(hostunit.Unsupported, match="op library"):
-        _unit(tmp_path, 'TORCH_LIBRARY(ns, m) {\n  m.def("f(Tensor x) -> Tensor");\n}\n')
+OP_LIBRARY = """#include <torch/library.h>
+namespace ops {
+at::Tensor f_cpu(const at::Tensor& x) { return x; }
+TORCH_LIBRARY(ns, m) {
+  m.def("f(Tensor x) -> Tensor");
+  m.def("g.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)" " ");
+}
+TORCH_LIBRARY_IMPL(ns, CPU, m) {
+  m.impl("f", &f_cpu);
+}
+}  // namespace ops
+"""
+
+
+def test_an_op_librarys_schemas_are_kept_and_its_impls_deferred(tmp_path):
+    unit = _unit(tmp_path, OP_LIBRARY, name="lib.cpp")
+    assert unit.bindings == [] and unit.impls == 1
+    assert unit.schemas == [("ns", "f(Tensor x) -> Tensor"),
+                            ("ns", "g.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!) ")]
+    assert "TORCH_LIBRARY" not in unit.code.replace("TORCH_LIBRARY_IMPL", "")  # the defs stay the loaded library's
+    # The impl block registers only when asked (after the kernels are bound), on its own line numbers.
+    assert ('static const int jitload_deferred_0 = ::jitload_rt::defer("ns", c10::DispatchKey::CPU, '
+            in unit.code), unit.code
+    assert "void jitload_impl_0(torch::Library& m) {\n  m.impl(\"f\", &f_cpu);" in unit.code
+    assert re.search(r'#line 8 "[^"]*lib.cpp"\nstatic void jitload_impl_0', unit.code), unit.code
+
+
+@pytest.mark.parametrize(("block", "why"), [
+    ('TORCH_LIBRARY(ns, m) {\n  m.def("f", &f);\n}\n', "only m.def"),
+    ('TORCH_LIBRARY_FRAGMENT(ns, m) {\n  m.def("f(Tensor x) -> Tensor");\n}\n', "registered once per process"),
+    ('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  m.def("f", &f);\n}\n'
+     'TORCH_LIBRARY_IMPL(ns, CPU, m) {\n  m.impl("f", &f);\n}\n', "PYBIND11_MODULE and TORCH_LIBRARY"),
+])
+def test_op_library_blocks_it_cannot_carry_are_refused(tmp_path, block, why):
+    with pytest.raises(hostunit.Unsupported, match=why):
+        _unit(tmp_path, "#include <torch/library.h>\nat::Tensor f(const at::Tensor& x) { return x; }\n" + block)
+
+
+def test_device_variables_are_refused(tmp_path):
     with pytest.raises(hostunit.Unsupported, match="device variables"):
         _unit(tmp_path, "__constant__ float table[4];\nint f() { return 1; }\n")
 
@@ -343,7 +380,7 @@ print(ext.info.status, ext.info.verification, bool(torch.equal(first, again)), f
 @needs_cppyy
 def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, tmp_path):
     # The fixture's first build started the PCH of torch's headers (once per machine and torch version).
-    pch = hostjit.pch_path(False)
+    pch = hostjit.machine_pch()
     deadline = time.monotonic() + 300
     while not os.path.exists(pch) and time.monotonic() < deadline:
         assert not os.path.exists(pch + ".log"), open(pch + ".log").read()[-2000:]
@@ -359,6 +396,69 @@ def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, t
     assert (status, verification) == ("jit", "replacing"), lines[0]
     # The full build of the same text, loaded in its place, gives the same values.
     assert lines[1].startswith("built the full build now runs True [7.0, 9.0, 11.0, 13.0]"), lines[1]
+
+
+OP_SOURCE = textwrap.dedent("""\
+    #include <torch/library.h>
+    #include <ATen/ATen.h>
+
+    namespace jl_oplib {
+    at::Tensor muladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) {
+        TORCH_CHECK(a.sizes() == b.sizes(), "muladd: a and b differ in shape");
+        return a * b + c * OFFSET;
+    }
+
+    TORCH_LIBRARY(jl_oplib_test, m) {
+        m.def("muladd(Tensor a, Tensor b, float c) -> Tensor");
+    }
+
+    TORCH_LIBRARY_IMPL(jl_oplib_test, CPU, m) {
+        m.impl("muladd", &muladd_cpu);
+    }
+    }  // namespace jl_oplib
+    """)
+
+OP_WORKER = r"""
+import sys, torch, jitload
+ext = jitload.load("hostjit_oplib", [sys.argv[1]], build_directory=sys.argv[2], is_python_module=False)
+a, b = torch.linspace(-1, 1, 6, dtype=torch.float64), torch.arange(6, dtype=torch.float64)
+print(ext.info.status, torch.ops.jl_oplib_test.muladd(a, b, 0.25).tolist())
+"""
+
+
+@needs_cppyy
+def test_an_op_librarys_host_edit_overrides_its_kernel_and_the_next_process_loads_the_full_build(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLOAD_HOST_JIT", "1")
+    src, build = tmp_path / "oplib.cpp", str(tmp_path / "build")
+    src.write_text(OP_SOURCE.replace("OFFSET", "1"))
+    ext = jitload.load("hostjit_oplib", [str(src)], build_directory=build, is_python_module=False)
+    a, b = torch.linspace(-1, 1, 6, dtype=torch.float64), torch.arange(6, dtype=torch.float64)
+    op = torch.ops.jl_oplib_test.muladd
+    torch.testing.assert_close(op(a, b, 0.25), a * b + 0.25)
+    src.write_text(OP_SOURCE.replace("OFFSET", "3").replace("differ in shape", "must match"))  # a host edit
+    ext.reload()
+    assert ext.info.status == "jit" and ext.info.verification == "replacing", ext.info
+    jit = op(a, b, 0.25)
+    torch.testing.assert_close(jit, a * b + 0.75)
+    with pytest.raises(RuntimeError, match="muladd: a and b must match"):
+        op(a, b[:2], 1.0)
+    ext.wait(timeout=600)
+    assert "built for the next process" in ext.info.verification, ext.info
+    torch.testing.assert_close(op(a, b, 0.25), jit)  # still the interpreter's kernel in this process
+    assert ext.reload().info.status == "unchanged"
+    # The oracle: a new process loads the full build of the same text, and computes the same values.
+    done = subprocess.run([sys.executable, "-c", OP_WORKER, str(src), build], capture_output=True, text=True,
+                          timeout=600)
+    status, _, values = done.stdout.strip().partition(" ")
+    assert status == "loaded", done.stdout + done.stderr[-3000:]
+    assert values == str(jit.tolist())
+    # A schema change cannot be registered again in this process: the full build, for the next one.
+    src.write_text(OP_SOURCE.replace("OFFSET", "3").replace("float c) -> Tensor", "float c, float d) -> Tensor"))
+    with pytest.raises(BuildError, match="restart Python") as refused:
+        ext.reload()
+    assert "host JIT: the schema of jl_oplib_test::muladd changed" in str(refused.value), str(refused.value)
+    torch.testing.assert_close(op(a, b, 0.25), jit)
 
 
 # ---- GPU: the layouts people write first ----
@@ -486,3 +586,46 @@ def test_load_inline_host_edit(tmp_path, monkeypatch):
     torch.testing.assert_close(ext.run(x), 2 * x + 1)
     ext.wait(timeout=600)
     torch.testing.assert_close(ext.run(x), 2 * x + 1)
+
+
+OPLIB_WORKER = r"""
+import sys, torch, jitload
+ext = jitload.load("hostjit_oplib_gpu", [sys.argv[1]], build_directory=sys.argv[2], is_python_module=False)
+a, b = torch.arange(8.0, device="cuda"), torch.full((8,), 2.0, device="cuda")
+print(ext.info.status, torch.ops.extension_cpp.mymuladd(a, b, 0.5).tolist())
+"""
+
+
+@needs_cppyy
+@pytest.mark.cuda
+def test_op_library_host_kernel_and_host_edits_then_a_new_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLOAD_HOST_JIT", "1")
+    src, build = _copy(tmp_path, "op_library.cu"), str(tmp_path / "build")
+    ext = jitload.load("hostjit_oplib_gpu", [str(src)], build_directory=build, is_python_module=False)
+    op = torch.ops.extension_cpp.mymuladd
+    a, b = torch.randn(5000, device="cuda"), torch.randn(5000, device="cuda")
+    torch.testing.assert_close(op(a, b, 0.5), a * b + 0.5)
+    _edit(src, "TORCH_CHECK(a.sizes() == b.sizes());", 'TORCH_CHECK(a.sizes() == b.sizes(), "a, b: one shape");')
+    ext.reload()  # a host edit: the interpreter's kernel is registered over the library's
+    assert ext.info.status == "jit" and ext.info.kernels == 1, ext.info
+    torch.testing.assert_close(op(a, b, 0.5), a * b + 0.5)
+    with pytest.raises(RuntimeError, match="a, b: one shape"):
+        op(a, b[:10], 0.5)
+    _edit(src, "a[idx] * b[idx] + c", "a[idx] * b[idx] - c")  # a kernel edit while the interpreter's code runs
+    ext.reload()
+    assert ext.info.status == "jit", ext.info
+    torch.testing.assert_close(op(a, b, 0.5), a * b - 0.5)
+    _edit(src, '"a, b: one shape"', '"a and b: one shape"')  # and a host edit again
+    ext.reload()
+    torch.testing.assert_close(op(a, b, 0.5), a * b - 0.5)
+    with pytest.raises(RuntimeError, match="a and b: one shape"):
+        op(a, b[:10], 0.5)
+    ext.wait(timeout=600)
+    assert "built for the next process" in ext.info.verification, ext.info
+    torch.testing.assert_close(op(a, b, 0.5), a * b - 0.5)
+    done = subprocess.run([sys.executable, "-c", OPLIB_WORKER, str(src), build], capture_output=True, text=True,
+                          timeout=600)
+    status, _, values = done.stdout.strip().partition(" ")
+    assert status == "loaded", done.stdout + done.stderr[-3000:]
+    x, y = torch.arange(8.0, device="cuda"), torch.full((8,), 2.0, device="cuda")
+    assert values == str(op(x, y, 0.5).tolist())  # the full build, in the next process, computes the same
