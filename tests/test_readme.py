@@ -171,11 +171,17 @@ def test_the_report_path_is_the_makefiles():
     assert "`build/report/report.md`" in open(README, encoding="utf-8").read()
 
 
+def _relative_links(path: str) -> list[str]:
+    text = open(path, encoding="utf-8").read()
+    return [t for t in re.findall(r"\]\(([^)#\s]+)[^)]*\)", text) if "://" not in t]
+
+
 def test_relative_links_lead_to_files():
-    text = open(README, encoding="utf-8").read()
-    missing = [t for t in re.findall(r"\]\(([^)#\s]+)[^)]*\)", text)
-    if "://" not in t and not os.path.exists(os.path.join(REPO, t))]
-    assert not missing, f"README.md links to files that do not exist: {missing}"
+    # The README's links, and those of the docs/ pages it links to: a newcomer follows them.
+    pages = [README] + [os.path.join(REPO, t) for t in _relative_links(README) if t.startswith("docs/")]
+    missing = [f"{os.path.relpath(page, REPO)}: {t}" for page in dict.fromkeys(pages) for t in _relative_links(page)
+               if not os.path.exists(os.path.join(os.path.dirname(page), t))]
+    assert not missing, f"links to files that do not exist: {missing}"
 
 
 def test_a_broken_block_fails(tmp_path):
