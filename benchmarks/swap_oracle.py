@@ -1076,48 +1076,16 @@ def _settle(prepared: Prepared, edit: Edit, plan: swapplan.Plan, outcome: Outcom
     source = prepared.paths[prepared.base.source]
     image, unit_ptx = b"", {}
     if not outcome.decision == "keep":
-        image, unit_ptx, error = compile_unit(prepared.build_directory, source, plan.units[source], scratch)
-        if error:  # jitload builds in full instead; whether the edit builds at all tells a bad edit apart
-            full = compile_full(prepared.build_directory, source, scratch)
-            builds = "the edit does not build either" if full.error else "the edit builds"
-            outcome.reason = f"unit does not compile ({builds}): {error}"
+        compiled = _compile_checked_unit(prepared, source, plan, outcome, scratch)
+        if compiled is None:
             return
-        try:
-            # As jitload does: the unit's image must define every kernel the base object defined.
-            swap.image_kernels(image, plan.kernels[source], prepared.registered, set(prepared.registered))
-        except swap.SwapError as err:
-            outcome.reason = f"refused after compiling the unit: {err}"
-            return
+        image, unit_ptx = compiled
     full = compile_full(prepared.build_directory, source, scratch)
     if full.error:
         outcome.reason = f"the edit does not build: {full.error}"  # the verifying build reports it
         return
-    failures = []
-    if imagecmp.host_digest(full.object) == prepared.digest:
-        outcome.host = "equal"
-    else:
-        symbols = _symbol_difference(prepared.object, full.object)
-        if plan.lines_moved and not symbols:
-            outcome.host = "lines moved: symbols equal"
-        else:
-            outcome.host = "lines moved: symbols differ" if plan.lines_moved else "differs"
-            failures.append("host code differs from the loaded build's"
-                            + ("" if plan.lines_moved else ", and the plan says no line moved") + ": "
-                            + (symbols or f"sections {', '.join(_section_difference(prepared.object, full.object))}"))
-    if unit_ptx and set(full.ptx) != set(unit_ptx):
-        failures.append(f"PTX archs differ: full {sorted(full.ptx)}, unit {sorted(unit_ptx)}")
-    else:
-        differences, notes = [], []
-        for arch in sorted(full.ptx):
-            d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), None)
-            if d:  # a kernel the unit lacks is right where it is the base's: compile the base to know
-                base_ptx = _base_ptx(prepared, edit, tempfile.mkdtemp(prefix="base-", dir=scratch))
-                d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), (base_ptx or {}).get(arch))
-            differences += d
-            notes += n
-        outcome.ptx = "differs" if differences else "equal"
-        outcome.note = "; ".join(notes)
-        failures += differences
+    failures = _host_failures(prepared, plan, full, outcome)
+    failures += _ptx_failures(prepared, edit, full, unit_ptx, outcome, scratch)
     if image:
         try:
             sass = imagecmp.differing_functions(image, imagecmp.device_image(full.object))
@@ -1128,6 +1096,58 @@ def _settle(prepared: Prepared, edit: Edit, plan: swapplan.Plan, outcome: Outcom
     if failures:
         replaced = ", ".join(plan.kernels.get(source, ())) or "no kernel"
         outcome.failure = "\n".join([*failures, f"(the plan replaces: {replaced})"])
+
+
+def _compile_checked_unit(prepared: Prepared, source: str, plan: swapplan.Plan, outcome: Outcome,
+                          scratch: str) -> tuple[bytes, dict[str, str]] | None:
+    """The swap unit's device image and PTX per arch, as jitload would load them; None (the reason in
+    ``outcome``) where jitload would refuse them."""
+    image, unit_ptx, error = compile_unit(prepared.build_directory, source, plan.units[source], scratch)
+    if error:  # jitload builds in full instead; whether the edit builds at all tells a bad edit apart
+        full = compile_full(prepared.build_directory, source, scratch)
+        builds = "the edit does not build either" if full.error else "the edit builds"
+        outcome.reason = f"unit does not compile ({builds}): {error}"
+        return None
+    try:
+        # As jitload does: the unit's image must define every kernel the base object defined.
+        swap.image_kernels(image, plan.kernels[source], prepared.registered, set(prepared.registered))
+    except swap.SwapError as err:
+        outcome.reason = f"refused after compiling the unit: {err}"
+        return None
+    return image, unit_ptx
+
+
+def _host_failures(prepared: Prepared, plan: swapplan.Plan, full: Full, outcome: Outcome) -> list[str]:
+    """The full build's host code against the loaded build's: ``outcome.host``, and the failure if any."""
+    if imagecmp.host_digest(full.object) == prepared.digest:
+        outcome.host = "equal"
+        return []
+    symbols = _symbol_difference(prepared.object, full.object)
+    if plan.lines_moved and not symbols:
+        outcome.host = "lines moved: symbols equal"
+        return []
+    outcome.host = "lines moved: symbols differ" if plan.lines_moved else "differs"
+    return ["host code differs from the loaded build's"
+            + ("" if plan.lines_moved else ", and the plan says no line moved") + ": "
+            + (symbols or f"sections {', '.join(_section_difference(prepared.object, full.object))}")]
+
+
+def _ptx_failures(prepared: Prepared, edit: Edit, full: Full, unit_ptx: dict[str, str], outcome: Outcome,
+                  scratch: str) -> list[str]:
+    """The unit's PTX against the full build's, arch by arch: ``outcome.ptx`` and its note, and the failures."""
+    if unit_ptx and set(full.ptx) != set(unit_ptx):
+        return [f"PTX archs differ: full {sorted(full.ptx)}, unit {sorted(unit_ptx)}"]
+    differences, notes = [], []
+    for arch in sorted(full.ptx):
+        d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), None)
+        if d:  # a kernel the unit lacks is right where it is the base's: compile the base to know
+            base_ptx = _base_ptx(prepared, edit, tempfile.mkdtemp(prefix="base-", dir=scratch))
+            d, n = compare_ptx(full.ptx[arch], unit_ptx.get(arch, ""), (base_ptx or {}).get(arch))
+        differences += d
+        notes += n
+    outcome.ptx = "differs" if differences else "equal"
+    outcome.note = "; ".join(notes)
+    return differences
 
 
 def _symbols(path: str) -> set[tuple[str, str, str, str]]:

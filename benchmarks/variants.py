@@ -31,6 +31,8 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -133,8 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     fns = {"default": getattr(kernel.build(with_cuda=True), kernel.spec.function)}
     for label, build_name, defines in builds:
         fns[label] = getattr(prepare(kernel, build_name, defines).reload(), kernel.spec.function)
+    tables, failed = check_and_time(kernel, fns, dtypes, args.sizes)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write("".join([header(argv), *tables]))
+    return 1 if failed else 0
+
+
+def check_and_time(kernel: kernels.Kernel, fns: dict[str, Callable[..., Any]], dtypes: list[torch.dtype],
+                   sizes: list[int]) -> tuple[list[str], int]:
+    """One markdown table per dtype of the variants that pass their check, and how many checks failed."""
     failed = 0
-    tables = [header(argv)]
+    tables = []
     for dtype in dtypes:
         checked = {}
         for label, fn in fns.items():
@@ -147,15 +159,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label} {dtype}: failed its check, not timed: {report.summary()}", flush=True)
         if not checked:
             continue
-        result = jitload.bench(checked, kernel.spec.make_inputs, sizes=args.sizes, dtypes=[dtype],
+        result = jitload.bench(checked, kernel.spec.make_inputs, sizes=sizes, dtypes=[dtype],
                                bytes_moved=kernel.spec.bytes_moved, device="cuda", progress=False)
         tables.append(f"\n## {kernel.name} {str(dtype).removeprefix('torch.')}\n\n{result.to_markdown()}\n")
         print(tables[-1], flush=True)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write("".join(tables))
-    return 1 if failed else 0
-
+    return tables, failed
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -294,17 +294,7 @@ def bench(
     from tqdm.auto import tqdm
 
     device = torch.device(device) if device is not None else default_device()
-    entries = dict(fns)
-    if eager is not None:
-        entries.setdefault("eager", eager)
-    if compiled not in (False, True, "static", "dynamic"):
-        raise ValueError(f"compiled={compiled!r}: True (or 'static': compiled for each shape) or 'dynamic'")
-    if compiled:
-        if eager is None:
-            raise ValueError("compiled=True compiles the eager reference: pass eager=")
-        entries["torch.compile"] = torch.compile(eager, dynamic=True) if compiled == "dynamic" else eager
-    if not entries:
-        raise ValueError("bench() needs at least one function")
+    entries = _entries(fns, eager, compiled)
     peak = device.type == "cuda" if peak is None else peak
     if interleave is None:
         interleave = len(entries) + bool(peak and bytes_moved) > 1
@@ -330,16 +320,7 @@ def bench(
                 if with_peak and nbytes:
                     copy, copy_bytes = _copy(nbytes, device)
                     contenders = {PEAK: copy, **contenders}
-                if interleave:
-                    bar.set_postfix_str(f"{dname} {size} in rounds")
-                    timings = timer.time_rounds(contenders)
-                    bar.update()
-                else:
-                    timings = {}
-                    for name, fn in contenders.items():
-                        bar.set_postfix_str(f"{name} {dname} {size}")
-                        timings[name] = timer.time(fn)
-                        bar.update()
+                timings = _time_shape(timer, contenders, interleave, bar, f"{dname} {size}")
                 peak_gbs = None
                 if PEAK in timings:
                     peak_gbs = copy_bytes / (timings[PEAK].median_ms * 1e-3) / 1e9
@@ -351,11 +332,7 @@ def bench(
                 del contenders  # the copy's buffers go before the next size's are made
     table = pd.DataFrame(rows)
     baseline = "eager" if eager is not None else next(iter(entries))
-    base = table[table["name"] == baseline].set_index(["size", "dtype"])["median_ms"]
-    column = f"vs {baseline}"
-    table[column] = [base.get((s, d), np.nan) / m if m > 0 else np.nan
-                     for s, d, m in zip(table["size"], table["dtype"], table["median_ms"], strict=True)]
-    table.loc[table["name"] == PEAK, column] = np.nan
+    _add_speedup_column(table, baseline)
 
     def rerun(names: list[str], size: int, dname: str) -> BenchResult:
         return bench({n: entries[n] for n in names}, make_inputs, sizes=[size], dtypes=[getattr(torch, dname)],
@@ -363,6 +340,49 @@ def bench(
                      target_ms=target_ms, wall_ms=wall_ms, min_reps=min_reps, max_reps=max_reps, progress=False)
 
     return BenchResult(table, device.type, device_name(device), compile_s, baseline, rerun)
+
+
+def _entries(fns: Mapping[str, Callable[..., Any]], eager: Callable[..., Any] | None,
+             compiled: bool | str) -> dict[str, Callable[..., Any]]:
+    """The functions :func:`bench` times, by name: ``fns``, then 'eager' and 'torch.compile' where asked."""
+    entries = dict(fns)
+    if eager is not None:
+        entries.setdefault("eager", eager)
+    if compiled not in (False, True, "static", "dynamic"):
+        raise ValueError(f"compiled={compiled!r}: True (or 'static': compiled for each shape) or 'dynamic'")
+    if compiled:
+        if eager is None:
+            raise ValueError("compiled=True compiles the eager reference: pass eager=")
+        entries["torch.compile"] = torch.compile(eager, dynamic=True) if compiled == "dynamic" else eager
+    if not entries:
+        raise ValueError("bench() needs at least one function")
+    return entries
+
+
+def _time_shape(timer: _Timer, contenders: Mapping[str, Callable[[], Any]], interleave: bool, bar: Any,
+                shape: str) -> dict[str, Timing]:
+    """Each contender's timing on one shape: in rounds (``interleave``) or one after another."""
+    if interleave:
+        bar.set_postfix_str(f"{shape} in rounds")
+        timings = timer.time_rounds(contenders)
+        bar.update()
+        return timings
+    timings = {}
+    for name, fn in contenders.items():
+        bar.set_postfix_str(f"{name} {shape}")
+        timings[name] = timer.time(fn)
+        bar.update()
+    return timings
+
+
+def _add_speedup_column(table: pd.DataFrame, baseline: str) -> None:
+    """``vs <baseline>``: the baseline's median over each row's, for the same size and dtype (the copy peak has
+    none)."""
+    base = table[table["name"] == baseline].set_index(["size", "dtype"])["median_ms"]
+    column = f"vs {baseline}"
+    table[column] = [base.get((s, d), np.nan) / m if m > 0 else np.nan
+                     for s, d, m in zip(table["size"], table["dtype"], table["median_ms"], strict=True)]
+    table.loc[table["name"] == PEAK, column] = np.nan
 
 
 def _graphs_for(shapes: int) -> Any:

@@ -80,6 +80,57 @@ class Item:
     is_template: bool = False
 
 
+def _line_comment_end(text: str, i: int) -> int:
+    """Offset of the newline that ends the ``//`` comment at ``i`` (a backslash-newline continues it)."""
+    j, n = i, len(text)
+    while j < n and text[j] != "\n":
+        j += 2 if text[j] == "\\" and j + 1 < n and text[j + 1] == "\n" else 1
+    return j
+
+
+def _block_comment_end(text: str, i: int) -> int:
+    """Offset just past the ``*/`` that closes the ``/*`` at ``i`` (the end of the text if none does)."""
+    j = text.find("*/", i + 2)
+    return len(text) if j < 0 else j + 2
+
+
+def _starts_raw_string(text: str, i: int) -> bool:
+    """Whether the ``R"`` at ``i`` opens a raw string literal rather than ending an identifier (``FOOR"``)."""
+    return text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
+
+
+def _raw_string_end(text: str, i: int) -> int:
+    """Offset just past the raw string literal ``R"delim(...)delim"`` that opens at ``i``."""
+    open_paren = text.find("(", i + 2)
+    if open_paren < 0:
+        raise Unsure("unterminated raw string")
+    delim = text[i + 2:open_paren]
+    close = text.find(f"){delim}\"", open_paren)
+    if close < 0:
+        raise Unsure("unterminated raw string")
+    return close + len(delim) + 2
+
+
+def _is_digit_separator(text: str, i: int) -> bool:
+    """Whether the ``'`` at ``i`` separates digits (1'000'000) rather than opening a char literal (L'x', u8'x')."""
+    if i + 1 >= len(text) or not text[i + 1].isalnum():
+        return False
+    j = i - 1
+    while j >= 0 and (text[j].isalnum() or text[j] in "'._"):
+        j -= 1
+    return text[j + 1:i][:1].isdigit()
+
+
+def _quoted_end(text: str, i: int) -> int:
+    """Offset of the quote that closes the string or char literal opened at ``i``."""
+    quote, j, n = text[i], i + 1, len(text)
+    while j < n and text[j] != quote:
+        if text[j] == "\n":
+            raise Unsure("unterminated literal")
+        j += 2 if text[j] == "\\" else 1
+    return j
+
+
 def _mask(text: str, fill: str = " ") -> str:
     """``text`` with comments and string/char literals blanked (newlines kept), so braces can be counted.
     With another ``fill`` than a space, everything inside them is ``fill``, newlines too."""
@@ -93,41 +144,20 @@ def _mask(text: str, fill: str = " ") -> str:
 
     while i < n:
         c = text[i]
-        if c == "/" and text.startswith("//", i):
-            j = i
-            while j < n and text[j] != "\n":
-                j += 2 if text[j] == "\\" and j + 1 < n and text[j + 1] == "\n" else 1
+        if text.startswith("//", i):
+            j = _line_comment_end(text, i)
             blank(i, j)
             i = j
-        elif c == "/" and text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
+        elif text.startswith("/*", i):
+            j = _block_comment_end(text, i)
             blank(i, j)
             i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            open_paren = text.find("(", i + 2)
-            if open_paren < 0:
-                raise Unsure("unterminated raw string")
-            delim = text[i + 2:open_paren]
-            close = text.find(f"){delim}\"", open_paren)
-            if close < 0:
-                raise Unsure("unterminated raw string")
-            j = close + len(delim) + 2
+        elif c == "R" and _starts_raw_string(text, i):
+            j = _raw_string_end(text, i)
             blank(i + 1, j)
             i = j
-        elif c in "\"'":
-            if c == "'" and i + 1 < n and text[i + 1].isalnum():
-                j = i - 1
-                while j >= 0 and (text[j].isalnum() or text[j] in "'._"):
-                    j -= 1
-                if text[j + 1:i][:1].isdigit():
-                    i += 1  # a digit separator (1'000'000), not a char literal (L'x', u8'x')
-                    continue
-            j = i + 1
-            while j < n and text[j] != c:
-                if text[j] == "\n":
-                    raise Unsure("unterminated literal")
-                j += 2 if text[j] == "\\" else 1
+        elif c == '"' or (c == "'" and not _is_digit_separator(text, i)):
+            j = _quoted_end(text, i)
             blank(i + 1, j)
             i = j + 1
         else:
@@ -223,16 +253,21 @@ def _function_kind(head: str, name: str) -> str:
     return "device" if device else "host"
 
 
-def parse(text: str) -> list[Item]:
-    """The file's top-level items, namespaces opened and closed as items of their own."""
-    masked = _mask(text)
-    spans = _directive_spans(masked)
+def _blank_spans(masked: str, spans: list[tuple[int, int]]) -> str:
+    """``masked`` with the given spans (directives) blanked too, newlines kept."""
     code = list(masked)
     for a, b in spans:
         for k in range(a, b):
             if code[k] != "\n":
                 code[k] = " "
-    code_s = "".join(code)
+    return "".join(code)
+
+
+def parse(text: str) -> list[Item]:
+    """The file's top-level items, namespaces opened and closed as items of their own."""
+    masked = _mask(text)
+    spans = _directive_spans(masked)
+    code_s = _blank_spans(masked, spans)
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def line_of(offset: int) -> int:
@@ -269,45 +304,51 @@ def parse(text: str) -> list[Item]:
         if ch != "{":
             i += 1
             continue
-        head_code = code_s[start:i]
-        head_text = text[start:i]
-        ns = re.fullmatch(r"\s*(?:inline\s+)?namespace\s*([\w:]*)\s*", head_code)
-        if ns or re.fullmatch(r'\s*extern\s*"C(\+\+)?"\s*', head_text):
-            name = ns.group(1) if ns else 'extern "C"'
-            items.append(Item("namespace", name, line_of(start), start, i + 1, -1, tuple(scope)))
-            scope.append(name)
-            start, i = None, i + 1
-            continue
-        close = _match(code_s, i, "{", "}")
-        rest, is_template = _strip_template_prefix(head_code)
-        first = _IDENT.match(rest)
-        if first and first.group() in {"struct", "class", "union", "enum"} and _function_name(rest) is None:
-            end = code_s.find(";", close)
-            if end < 0:
-                raise Unsure("type definition without ';'")
-            items.append(Item("type", "", line_of(start), start, end + 1, -1, tuple(scope), is_template))
-            start, i = None, end + 1
-            continue
-        name = _function_name(rest)
-        if name is None:  # an initialiser list or another braced declaration: up to its ';'
-            end = code_s.find(";", close)
-            if end < 0:
-                raise Unsure("braced declaration without ';'")
-            items.append(_declaration(text, code_s, start, end + 1, line_of(start), tuple(scope)))
-            start, i = None, end + 1
-            continue
-        end = close
-        after = re.match(r"\s*;", code_s[end:])
-        if after:  # a stray ';' after a function body
-            end += after.end()
-        items.append(Item(_function_kind(head_code, name), name, line_of(start), start, end, i, tuple(scope),
-                          is_template))
-        start, i = None, end
-    if start is not None and code_s[start:].strip():
+        item = _braced_item(text, code_s, start, i, line_of(start), tuple(scope))
+        items.append(item)
+        if item.kind == "namespace":
+            scope.append(item.name)
+        start, i = None, item.end
+    _check_ends_at_top_level(code_s[start:] if start is not None else "", scope)
+    return items
+
+
+def _check_ends_at_top_level(unfinished: str, scope: list[str]) -> None:
+    """Raise :class:`Unsure` unless the file ends outside any declaration (``unfinished`` is its last
+    statement's text so far) and any namespace."""
+    if unfinished.strip():
         raise Unsure("the file ends inside a declaration")
     if scope:
         raise Unsure("a namespace is not closed")
-    return items
+
+
+def _braced_item(text: str, code_s: str, start: int, brace: int, line: int, scope: tuple[str, ...]) -> Item:
+    """The item whose head runs from ``start`` to the ``{`` at ``brace``: a namespace (or ``extern "C"``)
+    opening, which ends at its brace, or a type, braced declaration or function, which end past their body."""
+    head_code = code_s[start:brace]
+    ns = re.fullmatch(r"\s*(?:inline\s+)?namespace\s*([\w:]*)\s*", head_code)
+    if ns or re.fullmatch(r'\s*extern\s*"C(\+\+)?"\s*', text[start:brace]):
+        name = ns.group(1) if ns else 'extern "C"'
+        return Item("namespace", name, line, start, brace + 1, -1, scope)
+    close = _match(code_s, brace, "{", "}")
+    rest, is_template = _strip_template_prefix(head_code)
+    first = _IDENT.match(rest)
+    name = _function_name(rest)
+    if first and first.group() in {"struct", "class", "union", "enum"} and name is None:
+        end = code_s.find(";", close)
+        if end < 0:
+            raise Unsure("type definition without ';'")
+        return Item("type", "", line, start, end + 1, -1, scope, is_template)
+    if name is None:  # an initialiser list or another braced declaration: up to its ';'
+        end = code_s.find(";", close)
+        if end < 0:
+            raise Unsure("braced declaration without ';'")
+        return _declaration(text, code_s, start, end + 1, line, scope)
+    end = close
+    after = re.match(r"\s*;", code_s[end:])
+    if after:  # a stray ';' after a function body
+        end += after.end()
+    return Item(_function_kind(head_code, name), name, line, start, end, brace, scope, is_template)
 
 
 def _declaration(text: str, code_s: str, start: int, end: int, line: int, scope: tuple[str, ...]) -> Item:
@@ -403,25 +444,15 @@ def device_only_names(text: str) -> set[str] | None:
     too. Including such a header changes nothing the host compiler emits, provided nothing else names what it
     declares (see :func:`added_device_headers`).
     """
-    try:
-        items = parse(text)
-        masked = _mask(text)
-    except Unsure:
+    followed = _followed_header(text)
+    if followed is None:
         return None
-    if re.search(r"\b(_Pragma|__attribute__|__host__|__declspec)\b|##|%:|\?\?=|<%|%>|\[\[", masked):
-        return None
+    items, masked = followed
     names: set[str] = set()
     guard = None
     for item in items:
         if item.kind == "device":
-            head = masked[item.start:item.body]
-            # One parenthesised group in the head, the parameter list: a macro call there could expand to anything.
-            depth = groups = 0
-            for ch in re.sub(r"[^()]", "", head):
-                groups += ch == "(" and depth == 0
-                depth += 1 if ch == "(" else -1
-            # A word spelled like a macro (HOST_FN, __CUDA_HOSTDEVICE__) in the head could expand to anything too.
-            if groups != 1 or not item.name.isidentifier() or _MACRO_LIKE.search(head):
+            if not _plain_device_head(masked[item.start:item.body], item.name):
                 return None
             names.add(item.name)
         elif item.kind == "namespace":
@@ -431,18 +462,52 @@ def device_only_names(text: str) -> set[str] | None:
             names.update(parts)
         elif item.kind == "pp":
             line = " ".join(masked[item.start:item.end].split())
-            opened = re.fullmatch(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)", line)
+            opened = _guard_opened(line)
             if opened and guard is None and not names:
-                guard = opened.group(1) or opened.group(2)
-                if _RESERVED_NAME.match(guard):  # a name the implementation or a library's headers read
+                if _RESERVED_NAME.match(opened):  # a name the implementation or a library's headers read
                     return None
+                guard = opened
                 names.add(guard)
-            elif not (re.fullmatch(r"#\s*pragma\s+once", line) or re.fullmatch(r"#\s*endif", line)
-                      or (guard and re.fullmatch(rf"#\s*define\s+{guard}", line))):
+            elif not _guard_or_once(line, guard):
                 return None
         elif item.kind != "end":
             return None
     return names
+
+
+def _followed_header(text: str) -> tuple[list[Item], str] | None:
+    """A header's items and masked text, or None where it uses syntax this reader does not follow."""
+    try:
+        items = parse(text)
+        masked = _mask(text)
+    except Unsure:
+        return None
+    if re.search(r"\b(_Pragma|__attribute__|__host__|__declspec)\b|##|%:|\?\?=|<%|%>|\[\[", masked):
+        return None
+    return items, masked
+
+
+def _plain_device_head(head: str, name: str) -> bool:
+    """Whether a ``__device__`` function's head holds nothing a macro could expand into more declarations."""
+    # One parenthesised group in the head, the parameter list: a macro call there could expand to anything.
+    depth = groups = 0
+    for ch in re.sub(r"[^()]", "", head):
+        groups += ch == "(" and depth == 0
+        depth += 1 if ch == "(" else -1
+    # A word spelled like a macro (HOST_FN, __CUDA_HOSTDEVICE__) in the head could expand to anything too.
+    return groups == 1 and name.isidentifier() and not _MACRO_LIKE.search(head)
+
+
+def _guard_opened(line: str) -> str | None:
+    """The macro an include guard's opening line (``#ifndef G`` or ``#if !defined(G)``) tests, or None."""
+    opened = re.fullmatch(r"#\s*(?:ifndef\s+(\w+)|if\s+!\s*defined\s*\(?\s*(\w+)\s*\)?)", line)
+    return (opened.group(1) or opened.group(2)) if opened else None
+
+
+def _guard_or_once(line: str, guard: str | None) -> bool:
+    """Whether a directive is ``#pragma once``, an ``#endif`` or the ``#define`` of the include guard."""
+    return bool(re.fullmatch(r"#\s*pragma\s+once", line) or re.fullmatch(r"#\s*endif", line)
+                or (guard and re.fullmatch(rf"#\s*define\s+{guard}", line)))
 
 
 def added_device_headers(old: str, new: str, read_header, others: Iterable[str] = ()) -> list[str] | None:

@@ -57,6 +57,30 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
     """
     changed = list(changed)
     before = fingerprint.take(changed)  # taken first: a save from here on must look changed next time
+    read = _read_changed(state, changed)
+    if isinstance(read, Refusal):
+        return read
+    new_texts, touched = read
+    views = _host_views(state, changed, touched, build_directory, texts, new_texts, before)
+    if isinstance(views, Refusal):
+        return views
+    if (not views.lines_moved and not views.added
+            and _compiler_sees_the_same(state, changed, build_directory, texts, new_texts)):
+        return Plan({}, {}, before, new_texts, views.hosts, nothing=True)
+    kernels: dict[str, list[str]] = {}
+    units: dict[str, str] = {}
+    try:
+        for src in sorted(touched):
+            headers = [*state.units[src], *views.added.get(src, ())]
+            units[src], kernels[src] = swap.plan_unit(src, headers, registered, new_texts,
+                                                      prelude=ppview.device_prelude(build_directory, src))
+    except swap.SwapError as err:
+        return Refusal(f"kernel swap not possible: {err}")
+    return Plan(units, kernels, before, new_texts, views.hosts, views.added, views.lines_moved)
+
+
+def _read_changed(state: manifest.State, changed: list[str]) -> tuple[dict[str, str], set[str]] | Refusal:
+    """The changed files' texts and the units that include them, or why a file's change is host code."""
     new_texts: dict[str, str] = {}
     touched: set[str] = set()
     for path in changed:
@@ -74,9 +98,25 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
             return Refusal(f"host code changed: {label} is part of {_label(host_users[0])}, a host-only unit")
         new_texts[path] = text
         touched.update(users)
-    hosts: dict[str, str] = {}
-    added: dict[str, list[str]] = {}
-    lines_moved = False
+    return new_texts, touched
+
+
+@dataclass
+class _HostViews:
+    """What the touched units' host views say: each to record once loaded, the user headers each now
+    includes, and whether any host line moved."""
+
+    hosts: dict[str, str] = field(default_factory=dict)
+    added: dict[str, list[str]] = field(default_factory=dict)
+    lines_moved: bool = False
+
+
+def _host_views(state: manifest.State, changed: list[str], touched: set[str], build_directory: str,
+                texts: dict[str, str], new_texts: dict[str, str], before: fingerprint.Record) -> _HostViews | Refusal:
+    """Compare each touched unit's host view with the loaded build's, or say why the host code changed.
+
+    Newly included user headers join ``before`` (their fingerprints) and ``new_texts``."""
+    views = _HostViews()
     for src in sorted(touched):
         text = new_texts.get(src) or fullbuild.read_text(src)
         if text is None:
@@ -87,31 +127,26 @@ def decide(state: manifest.State, changed: Iterable[str], registered: list[str],
         old_decides, _, old_exact = (state.hosts.get(src) or "").partition(":")
         if view.decides != old_decides:
             return Refusal(_where(changed, texts, new_texts))
-        lines_moved |= view.exact != old_exact
-        hosts[src] = view.encode()
+        views.lines_moved |= view.exact != old_exact
+        views.hosts[src] = view.encode()
         new_headers = [f for f in view.files if f != src and f not in state.units[src] and is_user_file(f)]
         if new_headers:
-            added[src] = new_headers
+            views.added[src] = new_headers
             before.update(fingerprint.take(new_headers))
             for header in new_headers:
                 if (header_text := fullbuild.read_text(header)) is not None:
                     new_texts.setdefault(header, header_text)
-    if (not lines_moved and not added and all(p in state.units and p.endswith(".cu") for p in changed)
-            and _same_code(changed, texts, new_texts)
-            and all(ppview.same_output(build_directory, p, texts[p], new_texts[p]) for p in changed)):
-        # Comments and spacing on the face of it, and the preprocessor agrees in both modes (a splice, a
-        # literal, a directive would show there): the code compiled is the same.
-        return Plan({}, {}, before, new_texts, hosts, nothing=True)
-    kernels: dict[str, list[str]] = {}
-    units: dict[str, str] = {}
-    try:
-        for src in sorted(touched):
-            headers = [*state.units[src], *added.get(src, ())]
-            units[src], kernels[src] = swap.plan_unit(src, headers, registered, new_texts,
-                                                      prelude=ppview.device_prelude(build_directory, src))
-    except swap.SwapError as err:
-        return Refusal(f"kernel swap not possible: {err}")
-    return Plan(units, kernels, before, new_texts, hosts, added, lines_moved)
+    return views
+
+
+def _compiler_sees_the_same(state: manifest.State, changed: list[str], build_directory: str,
+                            old: dict[str, str], new: dict[str, str]) -> bool:
+    """Whether every changed file is a loaded ``.cu`` whose edit the compiler does not see.
+
+    Comments and spacing on the face of it, and the preprocessor agrees in both modes (a splice, a literal, a
+    directive would show there): the code compiled is the same."""
+    return (all(p in state.units and p.endswith(".cu") for p in changed) and _same_code(changed, old, new)
+            and all(ppview.same_output(build_directory, p, old[p], new[p]) for p in changed))
 
 
 def is_user_file(path: str) -> bool:
