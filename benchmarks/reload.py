@@ -395,6 +395,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="layout runs at once (part 2)")
     parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
     parser.add_argument("--cpp-only", action="store_true", help="run part 3 alone (a C++ extension's host edits)")
+    parser.add_argument("--skip-cpp", action="store_true", help="leave part 3 (a C++ extension's host edits) out")
     parser.add_argument("--host-jit", choices=("warm", "lazy", "off"), default="warm",
                         help="jitload's JITLOAD_HOST_JIT in part 2 (default: warm, as `jitload watch` runs)")
     args = parser.parse_args()
@@ -422,7 +423,7 @@ def main() -> None:
         f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
         f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
         f"- command: `python benchmarks/reload.py --jobs {args.jobs} --host-jit {args.host_jit}"
-        f"{' --cpp-only' * args.cpp_only}`",
+        f"{' --cpp-only' * args.cpp_only}{' --skip-split' * args.skip_split}{' --skip-cpp' * args.skip_cpp}`",
     ]
     if results:
         lines += ["- live? = the call after the step returned the edited constant (no = a stale module)", "",
@@ -440,7 +441,8 @@ def main() -> None:
     env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
     if args.host_jit != "off":
         lines += _machine_pch(env)
-    lines += cpp_table(env)
+    if not args.skip_cpp:
+        lines += cpp_table(env)
     if torch.cuda.is_available() and not args.cpp_only:
         lines += layouts_table(env, args.jobs)
         lines += ["", f"jitload ran with JITLOAD_HOST_JIT={env['JITLOAD_HOST_JIT'] or '(unset)'}."]
