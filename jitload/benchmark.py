@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from . import torch_compat
 from .toolchain import default_device
 
 FLUSH_BYTES = {"cuda": 256 * 2**20, "cpu": 64 * 2**20}
@@ -390,10 +391,7 @@ def _graphs_for(shapes: int) -> Any:
     function, and past that runs it uncompiled, which a table would show under the torch.compile name."""
     if not shapes:
         return contextlib.nullcontext()
-    import torch._dynamo.config as dynamo_config
-
-    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"  # torch < 2.7
-    return dynamo_config.patch(**{name: max(getattr(dynamo_config, name), shapes + 8)})
+    return torch_compat.room_for_compiled_graphs(shapes + 8)
 
 
 def _copy(nbytes: int, device: torch.device) -> tuple[Callable[[], Any], int]:

@@ -31,7 +31,6 @@ import contextlib
 import ctypes
 import functools
 import hashlib
-import inspect
 import os
 import re
 import shutil
@@ -47,7 +46,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import build_watchdog, swap, toolchain, trust
+from . import build_watchdog, swap, toolchain, torch_compat, trust
 
 NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
@@ -68,16 +67,6 @@ class NinjaRun:
     output: str
     commands: int  # how many compile/link commands ninja ran
     seconds: float
-
-
-def _torch_call(fn, **kwargs):
-    """Call a private torch helper with the keyword arguments its signature has.
-
-    Their signatures grew between torch 2.8 and 2.14 (SYCL arguments, mostly); passing by name and dropping
-    the ones a version lacks keeps one call site for all of them.
-    """
-    params = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
 
 
 def ninja_binary() -> str:
@@ -154,22 +143,17 @@ def write_ninja_file(
     with_cuda: bool,
 ) -> list[str]:
     """Let torch write ``build.ninja`` for ``name``; return the object files it declares (ninja targets)."""
-    ce = toolchain.cpp_extension()
-
     if with_cuda:
         toolchain.ensure_torch_cuda_home()
         extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
         extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
         extra_ldflags = extra_ldflags + swap.link_flags()
-    ldflags = _torch_call(ce._prepare_ldflags, extra_ldflags=list(extra_ldflags), with_cuda=with_cuda,
-                          with_sycl=False, verbose=False, is_standalone=False)
+    ldflags = torch_compat.prepare_ldflags(list(extra_ldflags), with_cuda)
     path = os.path.join(build_directory, NINJA_FILE)
     # torch escapes spaces in source paths but not "$" (a ninja variable) or ":" (the end of an edge's outputs).
     sources = [s.replace("$", "$$").replace(":", "$:") for s in sources]
-    _torch_call(ce._write_ninja_file_to_build_library, path=path, name=name, sources=sources,
-                extra_cflags=list(extra_cflags), extra_cuda_cflags=list(extra_cuda_cflags),
-                extra_sycl_cflags=[], extra_ldflags=ldflags, extra_include_paths=list(extra_include_paths),
-                with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+    torch_compat.write_ninja_file_to_build_library(path, name, sources, extra_cflags, extra_cuda_cflags, ldflags,
+                                                   extra_include_paths, with_cuda)
     _set_compile_launcher(path, ccache_binary())
     return object_targets(path)
 

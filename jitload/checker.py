@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from . import torch_compat
 from .deadline import CaseTimedOut, time_limit
 from .guards import GuardedAllocations
 from .isolate import ChildDied, ChildOverdue, run_forked
@@ -292,10 +293,6 @@ def _outputs(got: Any) -> list[torch.Tensor]:
     return [t for t in items if isinstance(t, torch.Tensor)]
 
 
-def _is_registered_op(fn: Any) -> bool:
-    return isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
-
-
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
@@ -498,7 +495,7 @@ def check(
         for case in _grad_cases(dtypes, seed, tols):
             if not run.lost:
                 run.backward(case)
-    if _is_registered_op(candidate):
+    if torch_compat.is_op(candidate):
         for dtype in dtypes:
             if not run.lost:
                 run.opcheck(_Case("opcheck", 7, dtype, 0, "contiguous", seed, 0.0, 0.0))

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from .torch_compat import TorchDispatchMode, dispatch_keys_below_python
 
 GUARD_BYTES = 512  # a multiple of every alignment a kernel may assume (16-byte vectors, 128-byte lines)
 PATTERN = 0xA5
@@ -98,12 +99,8 @@ class GuardedAllocations(TorchDispatchMode):
         if func.namespace not in ("aten", "prim", "prims"):
             # A registered op (torch.ops.ns.op): run its kernel below this mode with the mode on again, so the
             # allocations its C++ code makes are guarded too.
-            keys = None
-            for a in (*args, *kwargs.values()):
-                if isinstance(a, torch.Tensor):
-                    keys = torch._C._dispatch_keys(a) if keys is None else keys | torch._C._dispatch_keys(a)
-            if keys is not None:
-                below = keys & torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+            below = dispatch_keys_below_python((*args, *kwargs.values()))
+            if below is not None:
                 with self:
                     return func.redispatch(below, *args, **kwargs)
         if func in _RESIZES and self._record_of(args[0]) is not None:
