@@ -1,10 +1,13 @@
 """Time the backward kernels (add_relu_backward, bias_gelu_backward) against eager and torch.compile.
 
     python benchmarks/backward.py [--out FOLDER]   (a markdown table and a plot per op; GPU if one exists)
+    python benchmarks/backward.py --write-results  (the same as this machine's "Backward kernels" section in
+                                                    benchmarks/results/, the plots beside the page)
 """
 
 import argparse
 import os
+import sys
 
 import torch
 
@@ -33,10 +36,25 @@ def _bias_gelu_eager(grad, x, bias):
     return grad_x, grad_x.sum(0)
 
 
+NOTE = ("bias_gelu_backward's % is of a copy of 3 passes (grad and x read, grad_x written: what any form must "
+        "move); eager and torch.compile read grad_x again for the bias gradient.\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="build/backward")
+    parser.add_argument("--write-results", action="store_true",
+                        help="write the tables into this machine's page under benchmarks/results/ instead")
     args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results_page
+
+    if args.write_results:  # the plots go beside the page, in a folder named after it
+        page = results_page.page_name(results_page.gpu_name())
+        args.out = os.path.join(results_page.RESULTS, page.removesuffix(".md"))
+        plots = os.path.basename(args.out) + "/"
+    else:
+        plots = ""
     os.makedirs(args.out, exist_ok=True)
     for name in ("add_relu", "bias_gelu"):
         kernels.get(name).build()
@@ -65,7 +83,11 @@ def main() -> None:
         figure.savefig(os.path.join(args.out, f"{label}.png"), dpi=120)
         plt.close(figure)
         lines += [f"## {label}", "", f"Check: {report.summary()}.", "", result.to_markdown(), "",
-                  f"![{label}]({label}.png)", ""]
+                  f"![{label}]({plots}{label}.png)", ""]
+    if args.write_results:
+        body = "\n".join(line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in lines[2:])
+        print(results_page.write_section("backward", "Backward kernels", NOTE + "\n" + body))
+        return
     with open(os.path.join(args.out, "backward.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

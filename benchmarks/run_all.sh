@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one go: doctor, the whole test suite (cuda-marked tests included), the
 # kernels' check and timing, and the reload benchmark. Outputs go to $OUT (default benchmarks/results/latest, not
-# committed: curate what matters into benchmarks/results/MACHINE.md with the command and commit).
+# committed). With WRITE_RESULTS=1 the bench, backward, variants parts also write their sections of this machine's
+# page in benchmarks/results/ (benchmarks/results_page.py), stamped with the command, date, commit and machine.
 # Usage: bash benchmarks/run_all.sh [PART ...]   (default: tests kernels reload)
 #   prebuild     build every kernel, in parallel processes (one compiler each)
 #   tests        the whole test suite;  kerneltests  the kernel, stream and install tests only
@@ -29,6 +30,9 @@ parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests kernels reload)
   $PY -m jitload doctor
 } 2>&1 | tee "$OUT/environment.txt"
 status=0
+WRITE=(); [ "${WRITE_RESULTS:-}" = 1 ] && WRITE=(--write-results)
+# $1: the section's key, $2: the command that wrote the report, $3: the report
+stamp() { [ "${WRITE_RESULTS:-}" != 1 ] || [ ! -f "$3" ] || $PY benchmarks/results_page.py "$1" "$2" "$3" || status=1; }
 for part in "${parts[@]}"; do
   case $part in
     prebuild)
@@ -43,15 +47,17 @@ for part in "${parts[@]}"; do
     kernels) $PY -m jitload bench --all --compiled --dtype float32 bfloat16 --report "$OUT/report" 2>&1 \
                | tee "$OUT/kernels.txt" || status=1 ;;
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
-               | tee "$OUT/kernels-${part#bench-}.txt" || status=1 ;;
+               | tee "$OUT/kernels-${part#bench-}.txt" || status=1
+             stamp "$part" "python -m jitload bench ${part#bench-} --compiled --dtype float32 bfloat16" \
+               "$OUT/report-${part#bench-}/report.md" ;;
     variants)
       if [ -z "${VARIANTS_ARGS:-}" ]; then
         echo "variants: set VARIANTS_ARGS, e.g. 'bias_gelu -D BIAS_GELU_BLOCK=128,256'" >&2; status=2
       else
         # shellcheck disable=SC2086  # VARIANTS_ARGS is a list of arguments
-        $PY benchmarks/variants.py $VARIANTS_ARGS --out "$OUT/variants.md" 2>&1 | tee "$OUT/variants.txt" || status=1
+        $PY benchmarks/variants.py $VARIANTS_ARGS --out "$OUT/variants.md" "${WRITE[@]}" 2>&1 | tee "$OUT/variants.txt" || status=1
       fi ;;
-    backward) $PY benchmarks/backward.py --out "$OUT/backward" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
+    backward) $PY benchmarks/backward.py --out "$OUT/backward" "${WRITE[@]}" 2>&1 | tee "$OUT/backward.txt" || status=1 ;;
     resources)
       # cuobjdump: the toolkit's, else the copy Triton ships (CPU-only boxes may have no full toolkit)
       CUOBJDUMP=$(command -v cuobjdump || ls "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump" 2>/dev/null || \

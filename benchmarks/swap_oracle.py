@@ -31,7 +31,7 @@ keeps the loaded code as it is (``keep``: comments and spacing only). For either
 A refusal costs time, never correctness: it is counted with its reason. For the torch-free bases the refused
 edit is compiled too, to tell a needed refusal (the host code changed) from a cautious one.
 
-    python benchmarks/swap_oracle.py [--quick] [--out FILE.md] [--bases tf_basic,seed_add] [--seeds N]
+    python benchmarks/swap_oracle.py [--quick] [--out FILE.md] [--write-results] [--bases tf_basic,seed_add] [--seeds N]
     python benchmarks/swap_oracle.py --decide-only      # the decisions alone, no compile after the base builds
 
 ``--quick``: the torch-free bases, one edit of each kind (about two minutes on 2 cores). The full sweep
@@ -1364,6 +1364,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="torch-free bases only, one edit of each kind")
     parser.add_argument("--out", help="write the markdown report to this file")
+    parser.add_argument("--write-results", action="store_true",
+                        help="write the summary, by kind, as this machine's oracle section in benchmarks/results/")
     parser.add_argument("--bases", help="comma-separated base names (default: all; --quick: the torch-free ones)")
     parser.add_argument("--kinds", help="comma-separated edit kinds (default: all)")
     parser.add_argument("--seeds", type=int, default=3, help="edits of each kind a torch-free base gets (default 3)")
@@ -1399,11 +1401,25 @@ def main(argv: list[str] | None = None) -> int:
     for o in outcomes:
         if o.failure:
             print(f"\nORACLE FAILURE: {o.base} / {o.file} / {o.kind} ({o.decision})\n{o.diff}\n{o.failure}")
+    command = ("python benchmarks/swap_oracle.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     if args.out:
-        command = "python benchmarks/swap_oracle.py " + " ".join(argv if argv is not None else sys.argv[1:])
         with open(args.out, "w") as f:
-            f.write(report(outcomes, prepared, command.strip(), seconds, sources))
+            f.write(report(outcomes, prepared, command, seconds, sources))
+    if args.write_results:
+        write_results(report(outcomes, prepared, command, seconds, sources), command)
     return 1 if counts["failures"] else 0
+
+
+def write_results(text: str, command: str) -> None:
+    """The report, less its list of every edit, as the oracle's section of this machine's results page."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results_page
+
+    lines = text.split("\n## Every edit")[0].splitlines()[1:]  # the title and every edit's row left out
+    body = "\n".join(line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in lines
+                     if not line.startswith(("- command:", "- commit:")))  # the section's stamp says them
+    print(results_page.write_section("swap-oracle", "The kernel-swap oracle (`benchmarks/swap_oracle.py`)", body,
+                                     command=command))
 
 
 if __name__ == "__main__":

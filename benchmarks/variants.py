@@ -19,7 +19,8 @@ bias_gelu's BLOCK=256 variant took on 2 cores when each variant was named after 
 
 Timing needs a CUDA GPU; ``--build-only`` needs nvcc, ``--dry-run`` nothing. The table is % of a device copy of
 the same bytes timed in the same run (``jitload.bench``); ``--out FILE.md`` appends it with the command, the
-commit and the GPU. A build that fails its check is reported and not timed, and the exit status is 1.
+commit and the GPU; ``--write-results`` makes it the kernel's knobs section of this machine's page in
+benchmarks/results/. A build that fails its check is reported and not timed, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the builds and stop")
     parser.add_argument("--build-only", action="store_true", help="compile the variants (nvcc, no GPU) and stop")
     parser.add_argument("--out", help="append the tables to this markdown file")
+    parser.add_argument("--write-results", action="store_true",
+                        help="write the tables into this machine's page under benchmarks/results/")
     args = parser.parse_args(argv)
     kernel = kernels.get(args.kernel)
     if not args.knobs:
@@ -139,7 +142,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         with open(args.out, "a") as f:
             f.write("".join([header(argv), *tables]))
+    if args.write_results:
+        write_results(kernel, tables, failed)
     return 1 if failed else 0
+
+
+def write_results(kernel: kernels.Kernel, tables: list[str], failed: int) -> None:
+    """The tables as the ``variants-<kernel>`` section of this machine's results page."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import results_page
+
+    body = "".join(t.replace("\n## ", "\n### ", 1) for t in tables)
+    checks = f"{failed} builds failed their check and were not timed." if failed else "Every build passed its check."
+    title = f"{kernel.name}'s launch knobs (`benchmarks/variants.py`)"
+    print(results_page.write_section(f"variants-{kernel.name}", title,
+                                     f"% of a device copy of the same bytes timed in the same run. {checks}\n{body}"))
 
 
 def check_and_time(kernel: kernels.Kernel, fns: dict[str, Callable[..., Any]], dtypes: list[torch.dtype],
