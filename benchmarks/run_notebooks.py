@@ -1,4 +1,4 @@
-"""Execute walkthroughs and keep their outputs: how the committed H200 run of notebooks/ is made.
+"""Execute walkthroughs and keep their outputs: how the committed run of notebooks/ is made.
 
     python benchmarks/run_notebooks.py notebooks/*.ipynb --write --log OUT/notebooks.log
     python benchmarks/run_notebooks.py --readme      # regenerate notebooks/README.md's run table
@@ -70,7 +70,7 @@ def run_info() -> dict:
         # Uncommitted edits to code the notebooks run: the outputs do not belong to that commit.
         info["dirty"] = bool(_git("status", "--porcelain", "--", *SOURCE_PATHS))
     elif os.environ.get(COMMIT_VARIABLE):
-        # A copy of the tree without its .git (a GPU machine that gets the files alone): the commit it was
+        # A copy of the tree without its .git (a machine that gets the files alone): the commit it was
         # copied from, as the person who copied it states it.
         info["commit"] = os.environ[COMMIT_VARIABLE]
         info["commit_from"] = COMMIT_VARIABLE

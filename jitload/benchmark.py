@@ -11,15 +11,15 @@ between calls. A 64 MB zero costs milliseconds on a CPU, so the repetitions are 
 repetitions and 8.1 s for 66 ms measured. The peak is a ``copy_`` of ``bytes_moved / 2`` bytes (read + write =
 ``bytes_moved``), timed the same way on the same device.
 
-Order. Several contenders are timed in rounds, one repetition of each per round, in an order rotated every
-round, so that a drift of the machine (clocks, temperature, a neighbour's load) falls on all of them alike: on
-an H200, timed one after the other, torch.compile's bias_gelu at 2^26 came out 0.5-0.6% ahead of ours in three
-of seven processes and level in the other four, with the same code each time; a gap that small needs the
-contenders timed in turn. ``interleave=False`` times each contender's repetitions one after the other.
+Order. Several contenders are timed in rounds, one repetition of each per round, in an order rotated every round,
+so that a drift of the machine (clocks, temperature, a neighbour's load) falls on all of them alike: timed one
+after the other, the same two kernels came out 0.5-0.6% apart in some processes and level in others, and a copy
+alone moved by up to 1.3% between processes; a gap that small needs the contenders timed in turn.
+``interleave=False`` times each contender's repetitions one after the other.
 
 torch.compile is compiled for each shape and dtype it is timed at, as a user who times one shape gets it: one
-compilation for several sizes becomes a graph with a dynamic size from the second size on, which on an H100 timed
-add_relu's reference in bfloat16 at 2^28 at 89.8% of the copy where, compiled for its shape, it reaches 101.3%.
+compilation for several sizes becomes a graph with a dynamic size from the second size on, which timed add_relu's
+reference in bfloat16 at 2^28 at 89.8% of the copy where, compiled for its shape, it reaches 101.3%.
 
 The copy peak is a GPU's ceiling; on a CPU the twins are references, not tuned to its memory system, and a
 2-core machine's timings swing with its load, so a CPU table has times and GB/s and no % column.

@@ -1,6 +1,6 @@
 """What the compiler probe found for each C++ compiler, recorded by the compiler's identity.
 
-One H200 image's default ``CXX`` (a wrapped gcc) builds extensions that compute correctly and then crash the
+A machine image's default ``CXX`` can be a wrapped gcc whose extensions compute correctly and then crash the
 whole process (SIGSEGV) the first time a ``TORCH_CHECK`` message formats an integer
 (``std::ostream::operator<<(long)`` inside the library). ``jitload doctor`` probes the compiler
 (:func:`jitload.doctor.probe_compiler`) and records the outcome here, under the cache root, keyed by the

@@ -19,8 +19,9 @@ import sys
 
 import torch
 
-# The arch used when nothing says otherwise and no GPU is visible (a CPU-only laptop or CI compiling for the
-# H200). torch's own arch detection indexes an empty list and fails in that case.
+# The arch used when nothing says otherwise and no GPU is visible (a CPU-only laptop, or CI compiling for GPUs
+# it does not have): sm_90 (Hopper), the architecture the kernels are tuned for and the SASS checks
+# of the kernel tests read. torch's own arch detection indexes an empty list and fails in that case.
 DEFAULT_ARCH = "9.0"
 
 

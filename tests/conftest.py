@@ -67,7 +67,7 @@ def _private_cache(tmp_path_factory):
         if os.environ.get("PYTEST_XDIST_WORKER"):
             # The workers already fill the cores (one a core); torch's intra-op threads on top of them, in this
             # process and in the notebooks' and CLI's, only contend with the other worker and the compilers:
-            # add_relu's CPU check costs 27 CPU-seconds with 2 threads and 23 with 1 on the 2-core box.
+            # add_relu's CPU check costs 27 CPU-seconds with 2 threads and 23 with 1 on 2 cores.
             mp.setenv("OMP_NUM_THREADS", "1")
             torch.set_num_threads(1)
         mp.setenv("TORCH_EXTENSIONS_DIR", os.environ.get("JITLOAD_TEST_EXTENSIONS_DIR")

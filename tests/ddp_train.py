@@ -84,7 +84,7 @@ def main() -> None:
         # destroy_process_group, and one may drop its last work item (the barrier's, which holds a Python object)
         # only while Python finalizes: taking the GIL then ends that thread inside a noexcept destructor and
         # libstdc++ aborts the rank ("terminate called without an active exception", a core's stack shows
-        # ~AsyncBarrierWork -> SafePyObject decref -> PyThread_exit_thread). On a busy 2-core box with torch 2.14,
+        # ~AsyncBarrierWork -> SafePyObject decref -> PyThread_exit_thread). On a busy 2-core machine with torch 2.14,
         # 5 of 25 two-rank runs aborted so; 0 of 50 leaving this way. Nothing is left to write but what stdio holds.
         sys.stdout.flush()
         sys.stderr.flush()

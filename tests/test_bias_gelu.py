@@ -71,7 +71,7 @@ def test_no_spills(bias_gelu):
 
 @pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
 def test_float32_forward_keeps_its_measured_shape(bias_gelu):
-    # bias_gelu's float32 forward reached torch.compile's speed on the H200 only with 32 registers (100%
+    # bias_gelu's float32 forward reached torch.compile's speed on an H200 only with 32 registers (100%
     # occupancy at 128 threads), a plain ld.global for x and an evict_last load for the bias. ptxas
     # chooses the registers (no __launch_bounds__, see the kernel), so a change that costs occupancy or the
     # loads shows here, without a GPU.
@@ -144,7 +144,7 @@ def test_cuda_fast_gelu_rounds_like_the_exact_value(bias_gelu, dtype, approximat
     # [-16, 16], each result is the exact value rounded, or one unit in the last place from it, and almost all
     # are exactly it. The check's tolerances (1e-3, 1e-2) would hide a far worse formula. Torch's own gelu is
     # not the yardstick here: its float 1 + erf(x / sqrt 2) cancels for x < -4 (3 ulps off at -4.56 in
-    # bfloat16, 3x off at -5.14 in float16, measured on the H200), where gelu_fast.cuh stays within one.
+    # bfloat16, 3x off at -5.14 in float16, measured on an H200), where gelu_fast.cuh stays within one.
     every = torch.arange(-2**15, 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
     x = every[torch.isfinite(every) & (every.abs() <= 16)].cuda()
     x = torch.cat([x, x[: (-len(x)) % 8]])[None]  # whole 16-byte vectors: the vectorised kernel

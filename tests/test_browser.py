@@ -157,7 +157,7 @@ def test_jupyterlab_runs_a_notebook_with_a_plot(tmp_path):
 
     workspace = tmp_path / "workspace-src"
     (workspace / "notebooks").mkdir(parents=True)
-    # The committed notebook holds an H200 run's outputs: serve it cleared, so what the test finds is this run's.
+    # The committed notebook holds a GPU run's outputs: serve it cleared, so what the test finds is this run's.
     nb = json.load(open(os.path.join(REPO, "notebooks", NOTEBOOK)))
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":

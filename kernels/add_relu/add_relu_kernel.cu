@@ -29,7 +29,7 @@ __global__ void add_relu_v2(const T* __restrict__ x, const T* __restrict__ y, T*
 // v3, vectorised: each thread moves one 16-byte vector of x and one of y (4 floats, 8 halves), in blocks of
 // kV3Block threads; the last n % N elements (the scalar tail) go one per thread. Needs 16-byte aligned pointers:
 // the launcher falls back to v2. Why one vector in blocks of 128 (the shape of torch.compile's kernel): timed in
-// turn on the H200, two vectors a thread in blocks of 256 were 0.4% (float32) and 0.7% (bfloat16) behind
+// turn on an H200, two vectors a thread in blocks of 256 were 0.4% (float32) and 0.7% (bfloat16) behind
 // torch.compile in every round; blocks of 128 made them level, and one vector a thread (this kernel) put it
 // 0.3% ahead in float32 and level in bfloat16.
 // Why the smaller blocks help was not measured.

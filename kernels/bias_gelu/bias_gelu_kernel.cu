@@ -6,7 +6,7 @@
 // (bias_gelu_backward_sum_kernel); otherwise it takes the flat kernel and the binding leaves the sum to torch.
 //
 // For float16/bfloat16 the kernel is limited by arithmetic, not memory, if it calls erff (about 40
-// instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on the H200, Nsight
+// instructions an element against 8 elements per 16-byte load: 63% of the copy bandwidth on an H200, Nsight
 // Compute: SM 77%, DRAM 49%). Those dtypes use gelu_fast.cuh instead, exact to 2e-5 relative (ten times
 // below float16's half-ulp); float32 and float64 keep the libm functions. Even so the 16-bit kernels issue
 // an instruction in ~80% of cycles (Nsight Compute on the bfloat16 forward), so every instruction an element
@@ -83,7 +83,7 @@ __device__ __forceinline__ T apply(jk::acc_t<T> u, T g) {
 // One vector's result: gelu(x + bias), or grad * gelu'(x + bias) (g unused in the forward). The flat and the
 // rows kernel share it; they differ only in where their vectors are. y is an out-parameter because returning
 // it by value made ptxas reorder the 16-bit rows kernels (same instruction count, other schedule, unmeasured);
-// this form leaves the SASS of every vector kernel as measured on the H200 (cuobjdump).
+// this form leaves the SASS of every vector kernel as measured on an H200 (cuobjdump).
 template <class T, int N, bool BACKWARD, bool TANH>
 __device__ __forceinline__ void bias_gelu_vec(const jk::Vec<T, N>& x, const jk::Vec<T, N>& b, const jk::Vec<T, N>& g,
                                               jk::Vec<T, N>& y) {
@@ -171,7 +171,7 @@ __global__ void bias_gelu_rows_kernel(const T* __restrict__ x, const T* __restri
     constexpr int64_t apart = int64_t(BLOCK) * N;
     const int64_t row = static_cast<int64_t>(group) * K;
     jk::Vec<T, N> b[C], xv[K][C];
-    // the bias before x, or after it with Triton's loads: each order as measured on the H200
+    // the bias before x, or after it with Triton's loads: each order as measured on an H200
     const auto load_bias = [&] {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
@@ -354,7 +354,7 @@ cudaError_t launch_sum(const T* g, const T* a, const T* b, T* z, jk::acc_t<T>* p
 }
 
 // The flat kernel's vectors per thread per step and blocks per SM (each thread loops over the rest): the best
-// measured on the H200 at rows of 4096, before the rows kernel took the common case. 16-bit types: 2 and 32,
+// measured on an H200 at rows of 4096, before the rows kernel took the common case. 16-bit types: 2 and 32,
 // 91-92% of the copy bandwidth (one thread per vector pair, no cap: 83%, its 64-bit modulo costs ~100
 // instructions). float32: 1 and 16, 92% (2 and 16: 86%). Software prefetching of the next step's vectors
 // gained nothing (83-92%).

@@ -75,7 +75,7 @@ __device__ __forceinline__ void store_vec_global(T* p, const Vec<T, N>& v) {
 // 16-byte loads as Triton emits them for torch.compile's float32 gelu(x + bias), for a kernel that streams x
 // once and rereads a small vector (the bias) in every block: load_vec_global is a plain ld.global.v4 (nvcc
 // makes a __restrict__ const load ld.global.nc, LDG.E.128.CONSTANT), load_vec_evict_last asks L1 and L2 to keep
-// the line (L2 through an evict_last policy). Measured on the H200 only together with 100% occupancy: bias_gelu's
+// the line (L2 through an evict_last policy). Measured on an H200 only together with 100% occupancy: bias_gelu's
 // float32 forward at 32 registers with them reached 98.7-99.8% of the copy; at 38-56 registers they cost 0-5%;
 // 32 registers without them was not measured.
 // Inline PTX: CUDA has no intrinsic for either.

@@ -5,7 +5,7 @@
 // longer than the registers hold continues online (the sum rescaled whenever the max grows) and re-reads the
 // rest, mostly from L2.
 //
-// What made the bfloat16 kernel reach the copy bandwidth (74% -> 98% on the H200) was instructions, not
+// What made the bfloat16 kernel reach the copy bandwidth (74% -> 98% on an H200) was instructions, not
 // the launch shape (with the old instructions it stayed at 72% whatever the threads a row): __expf's subnormal
 // handling and a predicate per element for the row's end had made it issue-bound (~48 instructions an
 // element). Now: -inf padding, one FFMA + ex2.approx.ftz per exp, and two cheap reductions (max, then the
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(1024) softmax_kernel(const T* __restrict__ x, 
 }
 
 // Vectors a thread holds: 32 elements' worth (4 of bfloat16, 8 of float32), at most 8, which fits the 64
-// registers that 1024 threads a row allow; rows longer than 1024 threads hold re-read the rest. On the H200,
+// registers that 1024 threads a row allow; rows longer than 1024 threads hold re-read the rest. On an H200,
 // rows of 4096: 32 elements a thread (128 threads a row) 97-98% of the copy bandwidth in both dtypes, 16
 // elements (256 threads) 91-94%.
 // The scalar fallback (odd widths, unaligned rows) holds 4: with 8, ptxas spilled 8-16 bytes to the stack.
