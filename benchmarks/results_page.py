@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     heading = re.match(r"\s*#+ (.*)\n", text)
     title = args.title or (heading.group(1) if heading else args.key)
     body = text[heading.end():] if heading else text
+    # the tool's own stamp lines (jitload bench's report has device, torch and command): the section's stamp says them
+    body = re.sub(r"(?m)^- (device|torch|command|commit|date)\b.*\n", "", body)
     # the file's own headings sit one level below the section's
     body = re.sub(r"(?m)^(#+) ", lambda m: "#" + m.group(1) + " ", body)
     gpu = gpu_name()

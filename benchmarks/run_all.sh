@@ -31,8 +31,8 @@ parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests kernels reload)
 } 2>&1 | tee "$OUT/environment.txt"
 status=0
 WRITE=(); [ "${WRITE_RESULTS:-}" = 1 ] && WRITE=(--write-results)
-# $1: the section's key, $2: the command that wrote the report, $3: the report
-stamp() { [ "${WRITE_RESULTS:-}" != 1 ] || [ ! -f "$3" ] || $PY benchmarks/results_page.py "$1" "$2" "$3" || status=1; }
+# $1: the section's key, $2: the command that wrote the report, $3: the report, then results_page.py's options
+stamp() { [ "${WRITE_RESULTS:-}" != 1 ] || [ ! -f "$3" ] || $PY benchmarks/results_page.py "$@" || status=1; }
 for part in "${parts[@]}"; do
   case $part in
     prebuild)
@@ -49,7 +49,7 @@ for part in "${parts[@]}"; do
     bench-*) $PY -m jitload bench "${part#bench-}" --compiled --dtype float32 bfloat16 --report "$OUT/report-${part#bench-}" 2>&1 \
                | tee "$OUT/kernels-${part#bench-}.txt" || status=1
              stamp "$part" "python -m jitload bench ${part#bench-} --compiled --dtype float32 bfloat16" \
-               "$OUT/report-${part#bench-}/report.md" ;;
+               "$OUT/report-${part#bench-}/report.md" --title "${part#bench-} (\`jitload bench ${part#bench-}\`)" ;;
     variants)
       if [ -z "${VARIANTS_ARGS:-}" ]; then
         echo "variants: set VARIANTS_ARGS, e.g. 'bias_gelu -D BIAS_GELU_BLOCK=128,256'" >&2; status=2

@@ -50,9 +50,11 @@ def test_a_tool_report_becomes_a_section_with_its_images_beside_the_page(results
     report = tmp_path / "report"
     report.mkdir()
     (report / "add.png").write_bytes(b"png")
-    (report / "report.md").write_text("# jitload bench report\n\n## add\n\n![add](add.png)\n")
-    assert results_page.main(["bench-add", "jitload bench add", str(report / "report.md")]) == 0
+    (report / "report.md").write_text("# jitload bench report, 2000-01-01\n\n- device: CPU\n- torch 1.2\n"
+                                      "- command: `jitload bench add`\n\n## add\n\n![add](add.png)\n")
+    assert results_page.main(["bench-add", "jitload bench add", str(report / "report.md"), "--title", "add"]) == 0
     stem = results_page.page_name(None).removesuffix(".md")
     text = (tmp_path / "results" / f"{stem}.md").read_text()
-    assert "## jitload bench report" in text and "### add" in text and f"![add]({stem}/add.png)" in text
+    assert "## add\n" in text and "### add" in text and f"![add]({stem}/add.png)" in text
+    assert "2000-01-01" not in text and "- device: CPU" not in text and "torch 1.2" not in text
     assert (tmp_path / "results" / stem / "add.png").read_bytes() == b"png"
