@@ -412,10 +412,10 @@ class Extension:
         if (hostjit.setting() in hostjit.OFF or hostjit.unavailable() or not spec.python_module
                 or (cuda and not swap.gpu_available())):
             return ""
+        if manifest.read(spec.build_directory).up_to_date(key):
+            return ""  # loading the build on disk takes milliseconds (asked first: the PCH's path is not free)
         if "cppyy" not in sys.modules and not os.path.exists(hostjit.machine_pch()):
             return ""
-        if manifest.read(spec.build_directory).up_to_date(key):
-            return ""  # loading the build on disk takes milliseconds
         trust.private_dir(spec.build_directory)
         try:
             with build_lock(spec.build_directory):
@@ -564,13 +564,17 @@ class Extension:
         # The interpreter's parse of torch's headers (for the next host edit) runs beside a first build's
         # compilers; where a build is likely on disk already, after it, so that loading it is not slowed.
         first = not os.path.exists(os.path.join(spec.build_directory, "build.ninja"))
-        if spec.python_module:
-            hostjit.build_pch()  # once per machine and torch version, beside the compilers
+        if not manifest.read(spec.build_directory).up_to_date(key):
+            # Once per machine and torch version, beside the compilers. Not on a load from disk: finding
+            # the PCH's path imports torch's cpp_extension (a third of a second).
+            hostjit.build_pch()
         if first:
             self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)
         if not first:
-            self._warm_host_jit()
+            # A build just loaded is usually called at once, and cppyy's import holds the GIL for its C++
+            # start (1-2 s): the interpreter starts a little after, unless an edit needs it sooner.
+            self._warm_host_jit(delay=_WARM_AFTER_LOAD_S)
         if result.commands:
             status = "built"
         else:
@@ -579,10 +583,10 @@ class Extension:
         info = BuildInfo(status, 0.0, result.commands, reason=reason if status == "built" else "")
         self._adopt(result.state, result.library, info, start)
 
-    def _warm_host_jit(self) -> None:
-        if hostjit.setting() == "warm" and self._spec.python_module:
+    def _warm_host_jit(self, delay: float = 0.0) -> None:
+        if hostjit.setting() == "warm":
             cuda = any(s.endswith(_CUDA_SUFFIXES) for s in self._spec.sources)
-            hostjit.warm(cuda and swap.gpu_available())
+            hostjit.warm(cuda and swap.gpu_available(), delay=delay)
 
     def _adopt(self, state: manifest.State, library: str, info: BuildInfo, start: float) -> None:
         name = self._spec.name
@@ -650,6 +654,8 @@ class Extension:
         info.status, info.commands = "built", info.commands + linked.commands
         return replace(state, tag=tag), library
 
+
+_WARM_AFTER_LOAD_S = 10.0  # see _rebuild
 
 # The module each extension name loaded last in this process: what its static initialisers registered.
 _LAST_LOADED: dict[str, str] = {}

@@ -428,15 +428,16 @@ def describe() -> str:
     return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
 
 
-def warm(cuda: bool) -> None:
-    """:func:`start` in a daemon thread, once per process (errors are seen again, and reported, by the edit
-    that needs the interpreter)."""
+def warm(cuda: bool, delay: float = 0.0) -> None:
+    """:func:`start` in a daemon thread, once per process, after ``delay`` seconds (errors are seen again, and
+    reported, by the edit that needs the interpreter)."""
     global _warming
     if (_session.ready and (_session.cuda or not cuda)) or (_warming is not None and _warming.is_alive()) \
             or importlib.util.find_spec("cppyy") is None:
         return
 
     def run() -> None:
+        time.sleep(delay)
         with contextlib.suppress(Exception):  # cppyy's import, too, happens here: it takes half a second
             if not unavailable():
                 start(toolchain_include_dirs(cuda), cuda)
