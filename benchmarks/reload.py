@@ -21,8 +21,10 @@ for jitload, the wait for the full build that replaces the interpreter's code. j
 interpreter only where torch's headers are precompiled for it (made once per machine and torch version, beside
 the first build jitload makes there with the host JIT on).
 
-    python benchmarks/reload.py [--jobs 8] [--out reload.md]   # then curate into benchmarks/results/MACHINE.md
-    python benchmarks/reload.py --cpp-only                      # part 3 alone
+    python benchmarks/reload.py [--jobs 8] [--out reload.md]
+    python benchmarks/reload.py --cpp-only        # part 3 alone
+    python benchmarks/reload.py --write-results   # the tables become this machine's reload section of
+                                                  # benchmarks/results/ (results_page.py stamps it)
 """
 
 from __future__ import annotations
@@ -267,8 +269,10 @@ def _layout_run(layout: str, which: str, env: dict[str, str]) -> list[dict]:
                                json.dumps(kernel_edit), json.dumps(host_edit)], capture_output=True, text=True,
                               env=env)
         steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        if proc.returncode != 0 and not steps:
-            steps = [{"step": "cold", "seconds": 0.0, "live": None, "how": proc.stderr.strip().splitlines()[-1]}]
+        if proc.returncode != 0:
+            # The steps after the last one printed did not run: say how the process ended, in their cells.
+            last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            steps.append({"step": "(process ended)", "seconds": 0.0, "live": None, "how": last[:160]})
         return steps
 
 
@@ -280,9 +284,9 @@ def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = dict(zip(runs, pool.map(lambda r: _layout_run(*r, env), runs), strict=True))
 
-    def cell(entry: dict | None) -> str:
+    def cell(entry: dict | None, ended: dict | None = None) -> str:
         if entry is None:
-            return "—"
+            return f"process ended: {ended['how']}" if ended else "—"
         live = {True: "", False: " **stale**", None: f" error: {entry['how']}"}[entry["live"]]
         return f"{entry['seconds']:.3f}{live}"
 
@@ -291,12 +295,14 @@ def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
              "", "| layout | step | torch | jitload | jitload did |", "| --- | --- | ---: | ---: | --- |"]
     for layout in LAYOUTS:
         torch_steps = {s["step"]: s for s in results[(layout, "torch")]}
+        ended = torch_steps.get("(process ended)")
         for entry in results[(layout, "jitload")]:
             # The status line's last clause is what the background full build concluded, where there was one.
             before, _, after = entry["how"].partition(" -> ")
             how = after.partition("; ")[2] if "verified" in entry["step"] else before
-            lines.append(f"| {layout} | {entry['step']} | {cell(torch_steps.get(entry['step']))} | {cell(entry)} "
-                         f"| {how} |")
+            waits = entry["step"].endswith(("(background full build)", "replaced by the full build"))
+            theirs = "—" if waits else cell(torch_steps.get(entry["step"]), ended)
+            lines.append(f"| {layout} | {entry['step']} | {theirs} | {cell(entry)} | {how} |")
     return lines
 
 
@@ -396,6 +402,8 @@ def main() -> None:
     parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
     parser.add_argument("--cpp-only", action="store_true", help="run part 3 alone (a C++ extension's host edits)")
     parser.add_argument("--skip-cpp", action="store_true", help="leave part 3 (a C++ extension's host edits) out")
+    parser.add_argument("--write-results", action="store_true",
+                        help="make the tables this machine's reload section of benchmarks/results/ (results_page.py)")
     parser.add_argument("--host-jit", choices=("warm", "lazy", "off"), default="warm",
                         help="jitload's JITLOAD_HOST_JIT in part 2 (default: warm, as `jitload watch` runs)")
     args = parser.parse_args()
@@ -448,6 +456,13 @@ def main() -> None:
         lines += ["", f"jitload ran with JITLOAD_HOST_JIT={env['JITLOAD_HOST_JIT'] or '(unset)'}."]
     text = "\n".join(lines) + "\n"
     print(text)
+    if args.write_results:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import results_page
+
+        body = "\n".join(line for line in lines[1:] if not line.startswith("- ")).strip()  # the stamp says those
+        print(results_page.write_section("reload-cpp" if args.cpp_only else "reload",
+                                         "Rebuilds, kernel swaps and host edits (`benchmarks/reload.py`)", body))
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
