@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import build_watchdog, swap, toolchain, torch_compat, trust
+from . import build_watchdog, shim, toolchain, torch_compat, trust
 
 NINJA_FILE = "build.ninja"
 LINK_NINJA_FILE = "link.ninja"
@@ -147,7 +147,7 @@ def write_ninja_file(
         toolchain.ensure_torch_cuda_home()
         extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
         extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
-        extra_ldflags = extra_ldflags + swap.link_flags()
+        extra_ldflags = extra_ldflags + shim.link_flags()
     ldflags = torch_compat.prepare_ldflags(list(extra_ldflags), with_cuda)
     path = os.path.join(build_directory, NINJA_FILE)
     # torch escapes spaces in source paths but not "$" (a ninja variable) or ":" (the end of an edge's outputs).

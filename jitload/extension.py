@@ -291,61 +291,64 @@ class Extension:
 
     def _try_swap(self, changed: list[str], start: float) -> str:
         """Swap the kernels of the units ``changed`` touches (with no GPU, compile them alone), and start the
-        full build that verifies it; '' when done, else why a full build is needed now."""
-        try:
-            shim = swap.Shim(self.module.__file__)
-            registered = shim.kernels()
-        except (swap.SwapError, OSError) as err:
-            return f"kernel swap not possible: {err}"
-        decision = swapplan.decide(self._state, changed, registered, build_directory=self._spec.build_directory,
-                                   texts=self._texts)
-        if isinstance(decision, swapplan.Refusal):
-            return decision.reason
-        if decision.nothing:
-            # Comments and spacing alone: the objects on disk are what these texts compile to, so the build
-            # on disk is brought up to date without compiling (the next process loads it as it is).
-            # A background build still running verifies the swap before it as it would have; with no swap
-            # since the module's full build, the manifest on disk is brought up to date.
-            self._state.files.update(decision.files)
-            self._texts.update(decision.texts)
-            if self._bet is None and not self._unverified:
-                with build_lock(self._spec.build_directory):
-                    if manifest.read(self._spec.build_directory).tag == self._state.tag:
-                        manifest.write(self._spec.build_directory, self._state)
-            self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__,
-                                  reason="comments and spacing only: nothing to compile")
+        full build that verifies it; '' when done, else why a full build is needed now.
+
+        :mod:`jitload.swapplan` decides and compiles; the handle acts on what it returns."""
+        library = swapplan.open_library(self.module.__file__)
+        if isinstance(library, swapplan.Refusal):
+            return library.reason
+        shim, registered = library
+        plan = swapplan.decide(self._state, changed, registered, build_directory=self._spec.build_directory,
+                               texts=self._texts)
+        if isinstance(plan, swapplan.Refusal):
+            return plan.reason
+        if plan.nothing:
+            self._take_unchanged(plan, start)
             return ""
         self._cancel_bet()  # a newer edit: the full build of the older one is stopped, and one of this started
+        compiled = swapplan.compile_plan(plan, registered, build_directory=self._spec.build_directory,
+                                         built_kernels=self._built_kernels)
+        if isinstance(compiled, swapplan.Refusal):
+            return compiled.reason
         gpu = swap.gpu_available()
-        try:
-            images = swap.compile_units(self._spec.build_directory, decision.units)
-            names = {src: swap.image_kernels(images[src], decision.kernels[src], registered,
-                                             self._built_kernels(src)) for src in images}
-            for src in images:
-                if gpu:
-                    shim.load(images[src], names[src])
+        if gpu:
+            try:
+                for src, image in compiled.images.items():
+                    shim.load(image, compiled.names[src])
                     self._swapped.add(src)
-        except swap.CompileError as err:
-            # The device code alone failed where the full file compiled before: only the full file's compiler
-            # may call the edit wrong (the unit lacks whatever torch's headers gave the kernel).
-            return f"the kernel code alone did not compile ({err.first}): the whole file decides"
-        except (swap.SwapError, OSError, RuntimeError) as err:
-            return f"kernel swap not possible: {err}"
-        state = self._state
-        for path, entry in decision.files.items():
-            state.files[path] = entry
-        for src, view in decision.hosts.items():
-            state.hosts[src] = view
-        for src, headers in decision.added.items():
-            state.units[src] = list(dict.fromkeys([*state.units[src], *headers]))
-        self._texts.update(decision.texts)
-        self._images.update(images)
-        kernels = sum(len(n) for n in names.values())
-        self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(images),
-                              self._module.__name__, kernels=kernels, verification="pending")
-        self._unverified = True
-        self._start_bet(decision.lines_moved, decision.files)
+            except (swap.SwapError, OSError, RuntimeError) as err:
+                return f"kernel swap not possible: {err}"
+        self._take_swap(plan, compiled, gpu, start)
         return ""
+
+    def _take_unchanged(self, plan: swapplan.Plan, start: float) -> None:
+        """Comments and spacing alone: the objects on disk are what these texts compile to, so the build on
+        disk is brought up to date without compiling (the next process loads it as it is).
+
+        A background build still running verifies the swap before it as it would have; with no swap since the
+        module's full build, the manifest on disk is brought up to date."""
+        self._state.files.update(plan.files)
+        self._texts.update(plan.texts)
+        if self._bet is None and not self._unverified:
+            with build_lock(self._spec.build_directory):
+                if manifest.read(self._spec.build_directory).tag == self._state.tag:
+                    manifest.write(self._spec.build_directory, self._state)
+        self.info = BuildInfo("unchanged", time.perf_counter() - start, 0, self._module.__name__,
+                              reason="comments and spacing only: nothing to compile")
+
+    def _take_swap(self, plan: swapplan.Plan, compiled: swapplan.Compiled, gpu: bool, start: float) -> None:
+        """Record a swapped (or, with no GPU, compiled) plan in the handle and start its full build."""
+        state = self._state
+        state.files.update(plan.files)
+        state.hosts.update(plan.hosts)
+        for src, headers in plan.added.items():
+            state.units[src] = list(dict.fromkeys([*state.units[src], *headers]))
+        self._texts.update(plan.texts)
+        self._images.update(compiled.images)
+        self.info = BuildInfo("swapped" if gpu else "compiled", time.perf_counter() - start, len(compiled.images),
+                              self._module.__name__, kernels=compiled.kernels, verification="pending")
+        self._unverified = True
+        self._start_bet(plan.lines_moved, plan.files)
 
     def _try_host_jit(self, changed: list[str], start: float, why: str) -> str | None:
         """Compile the sources' host code in the interpreter and their kernels with nvcc alone, make that the

@@ -300,7 +300,9 @@ def start(include_dirs: list[str], cuda: bool) -> None:
             for path in _torch_libraries(cuda):
                 ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             _declare(_PRELUDE)
-            import torch._dynamo  # (torch.compiler.disable imports it at first use: seconds)
+            from . import torch_compat
+
+            torch_compat.load_dynamo()  # (torch.compiler.disable imports it at first use: seconds)
 
             _session.ready = True
         if cuda and not _session.cuda:
@@ -451,12 +453,9 @@ _warming: threading.Thread | None = None
 
 def toolchain_include_dirs(cuda: bool) -> list[str]:
     """torch's include folders (CUDA's with ``cuda``), as its compile lines give them, before any build."""
-    from torch.utils import cpp_extension
+    from . import torch_compat
 
-    try:
-        return list(cpp_extension.include_paths(device_type="cuda" if cuda else "cpu"))
-    except TypeError:  # torch before 2.6 took a flag
-        return list(cpp_extension.include_paths(cuda=cuda))
+    return torch_compat.include_paths(cuda)
 
 
 def new_namespace(name: str) -> str:
@@ -511,9 +510,11 @@ def check_schemas(schemas: list[tuple[str, str]]) -> None:
     """An op library's schemas are registered once per process: each must be the registered one, as is."""
     import torch
 
+    from . import torch_compat
+
     for namespace, text in schemas:
         try:
-            schema = torch._C.parse_schema(text if "::" in text.split("(")[0] else f"{namespace}::{text}")
+            schema = torch_compat.parse_schema(text if "::" in text.split("(")[0] else f"{namespace}::{text}")
         except RuntimeError as err:
             raise JitError(f"TORCH_LIBRARY({namespace}): m.def(\"{text}\"): {err}") from err
         name = schema.name.split("::", 1)[1]

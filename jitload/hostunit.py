@@ -284,6 +284,18 @@ class _Reader:
             self.stack.pop()
 
     def _add_text(self, path: str, text: str) -> None:
+        items = self._read_items(path, text)
+        for item in items:
+            snippet = self._item_code(path, text, item)
+            if snippet is None:
+                continue
+            code = rewrite_launches(snippet)
+            if item.kind != "kernel" and not (item.kind == "decl" and "__global__" in snippet):
+                self.host_code.append(devicecode._mask(code))
+            self.body.append(f'#line {item.line} "{path}"\n{code}\n')
+
+    def _read_items(self, path: str, text: str) -> list[devicecode.Item]:
+        """The source's items, its ``#define``s noted; Unsupported where the interpreter would read it wrong."""
         try:
             items = devicecode.parse(text)
             devicecode.check_no_device_variables(text, items)
@@ -295,41 +307,46 @@ class _Reader:
         if re.search(r"(?m)^[ \t]*#[ \t]*line\b", masked):
             raise Unsupported(f"{_label(path)}: a #line directive of its own")
         self.defines += _DEFINE.findall(masked)
-        for item in items:
-            where = f"{_label(path)}:{item.line}"
-            snippet = text[item.start:item.end]
-            if item.kind == "pp":
-                if self._include(path, snippet, item.line):
-                    continue
-                if re.match(r"\s*#\s*pragma\s+once\b", snippet):
-                    continue
-            elif item.kind == "registration":
-                if item.name == "PYBIND11_MODULE":
-                    self.bindings += _bindings(text, item, where)
-                    continue
-                if item.name == "TORCH_LIBRARY":
-                    self.schemas += _schemas(text, item, where)
-                    continue
-                if item.name != "TORCH_LIBRARY_IMPL":
-                    raise Unsupported(f"{where}: {item.name} (its definitions would be registered again, and a "
-                                      "namespace's are registered once per process)")
-                snippet = _deferred_impl(path, text, item, self.impls)
-                self.impls += 1
-            elif item.kind == "device":
-                # Only kernels call device functions; directives inside the body still act on what follows.
-                directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
-                if directives:
-                    self.body.append(f'#line {item.line} "{path}"\n' + "\n".join(directives) + "\n")
-                continue
-            elif item.kind == "kernel":
+        return items
+
+    def _item_code(self, path: str, text: str, item: devicecode.Item) -> str | None:
+        """The code ``item`` contributes to the unit, or None where it is taken in (an include, a binding,
+        a schema) or is device code the kernels' units compile."""
+        snippet = text[item.start:item.end]
+        if item.kind == "pp":
+            if self._include(path, snippet, item.line) or re.match(r"\s*#\s*pragma\s+once\b", snippet):
+                return None
+            return snippet
+        if item.kind == "registration":
+            return self._registration(path, text, item)
+        if item.kind in ("device", "kernel"):
+            # Only kernels call device functions; directives inside the body still act on what follows.
+            directives = "\n".join(re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end]))
+            if item.kind == "kernel":
                 self.has_kernels = True
                 self.kernels.add(item.name)
-                directives = re.findall(r"(?m)^[ \t]*#.*(?:\\\n.*)*", text[item.body:item.end])
-                snippet = text[item.start:item.body] + "{}\n" + "\n".join(directives)
-            code = rewrite_launches(snippet)
-            if item.kind != "kernel" and not (item.kind == "decl" and "__global__" in snippet):
-                self.host_code.append(devicecode._mask(code))
-            self.body.append(f'#line {item.line} "{path}"\n{code}\n')
+                return text[item.start:item.body] + "{}\n" + directives
+            if directives:
+                self.body.append(f'#line {item.line} "{path}"\n' + directives + "\n")
+            return None
+        return snippet
+
+    def _registration(self, path: str, text: str, item: devicecode.Item) -> str | None:
+        """A ``PYBIND11_MODULE``'s bindings and a ``TORCH_LIBRARY``'s schemas are noted (None); a
+        ``TORCH_LIBRARY_IMPL`` becomes a deferred registration; any other is refused."""
+        where = f"{_label(path)}:{item.line}"
+        if item.name == "PYBIND11_MODULE":
+            self.bindings += _bindings(text, item, where)
+            return None
+        if item.name == "TORCH_LIBRARY":
+            self.schemas += _schemas(text, item, where)
+            return None
+        if item.name != "TORCH_LIBRARY_IMPL":
+            raise Unsupported(f"{where}: {item.name} (its definitions would be registered again, and a "
+                              "namespace's are registered once per process)")
+        snippet = _deferred_impl(path, text, item, self.impls)
+        self.impls += 1
+        return snippet
 
     def _include(self, path: str, snippet: str, line: int) -> bool:
         match = _INCLUDE.match(snippet)

@@ -25,26 +25,14 @@ never unloaded, so CUDA graphs captured before a swap replay the kernels they ca
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import shlex
 import subprocess
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import devicecode, imagecmp, toolchain, trust
+from . import devicecode, imagecmp, trust
 
-SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "swap_shim.cpp")
-WRAPPED = (
-    "__cudaRegisterFunction", "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz",
-    "cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
-    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
-    "cudaFuncGetAttributes", "cudaFuncSetAttribute",
-    "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-    "cudaOccupancyAvailableDynamicSMemPerBlock",
-)
 SWAP_DIR = "swap"
-_shim_lock = threading.Lock()
 
 
 class SwapError(Exception):
@@ -55,34 +43,6 @@ def gpu_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def shim_object() -> str:
-    """The compiled shim for this toolchain, built once under the cache root (about a second)."""
-    cuda_home = toolchain.find_cuda_home()
-    if not cuda_home:
-        raise SwapError("no CUDA toolkit found")
-    with open(SHIM_SOURCE, "rb") as f:
-        source = f.read()
-    cxx = toolchain.host_compiler()
-    digest = hashlib.blake2b(source + f"\0{cxx}\0{cuda_home}".encode(), digest_size=8).hexdigest()
-    directory = trust.private_dir(os.path.join(toolchain.cache_root(), "_swap_shim"))
-    obj = os.path.join(directory, f"swap_shim_{digest}.o")
-    with _shim_lock:
-        if not os.path.exists(obj):
-            tmp = f"{obj}.{os.getpid()}.tmp"
-            cmd = [*shlex.split(cxx), "-O2", "-fPIC", "-fvisibility=hidden", "-std=c++17",
-                   f"-I{os.path.join(cuda_home, 'include')}", "-c", SHIM_SOURCE, "-o", tmp]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"cannot compile jitload's kernel-swap shim:\n{' '.join(cmd)}\n{done.stderr}")
-            os.replace(tmp, obj)  # processes building at once agree on one file
-    return obj
-
-
-def link_flags() -> list[str]:
-    """What the link line of a CUDA extension gets so that its kernels can be swapped."""
-    return [shim_object(), *(f"-Wl,--wrap={symbol}" for symbol in WRAPPED)]
 
 
 class Shim:

@@ -14,7 +14,7 @@ spaces (``__host__``/``__device__``/``__global__``, however spelled) taken from 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import build, devicecode, fingerprint, fullbuild, manifest, ppview, swap
@@ -41,6 +41,44 @@ class Refusal:
     """Why the edit needs a full build."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A plan's device units compiled: each source's fatbin and the kernels (mangled) it replaces."""
+
+    images: dict[str, bytes]
+    names: dict[str, list[str]]
+
+    @property
+    def kernels(self) -> int:
+        return sum(len(n) for n in self.names.values())
+
+
+def open_library(path: str) -> tuple[swap.Shim, list[str]] | Refusal:
+    """The swap shim of the loaded library at ``path`` and the kernels it registered, or why there is none."""
+    try:
+        shim = swap.Shim(path)
+        return shim, shim.kernels()
+    except (swap.SwapError, OSError) as err:
+        return Refusal(f"kernel swap not possible: {err}")
+
+
+def compile_plan(plan: Plan, registered: list[str], *, build_directory: str,
+                 built_kernels: Callable[[str], set[str]]) -> Compiled | Refusal:
+    """Compile ``plan``'s device units and match their kernels with the registered ones, or say why not.
+
+    A unit that does not compile is no verdict on the edit: the unit lacks whatever torch's headers gave the
+    kernel, so only the full file's compiler may call the edit wrong, and the full build decides."""
+    try:
+        images = swap.compile_units(build_directory, plan.units)
+        names = {src: swap.image_kernels(images[src], plan.kernels[src], registered, built_kernels(src))
+                 for src in images}
+    except swap.CompileError as err:
+        return Refusal(f"the kernel code alone did not compile ({err.first}): the whole file decides")
+    except (swap.SwapError, OSError, RuntimeError) as err:
+        return Refusal(f"kernel swap not possible: {err}")
+    return Compiled(images, names)
 
 
 def _label(path: str) -> str:

@@ -24,8 +24,9 @@ from torch.utils._python_dispatch import TorchDispatchMode  # the base of checke
 
 from . import toolchain
 
-__all__ = ["TESTED", "TorchCompatError", "TorchDispatchMode", "dispatch_keys_below_python", "is_op",
-           "prepare_ldflags", "room_for_compiled_graphs", "write_ninja_file_to_build_library"]
+__all__ = ["TESTED", "TorchCompatError", "TorchDispatchMode", "dispatch_keys_below_python", "include_paths",
+           "is_op", "load_dynamo", "parse_schema", "prepare_ldflags", "room_for_compiled_graphs",
+           "write_ninja_file_to_build_library"]
 
 # The torch releases every function below is read from and tested with: docker/Dockerfile's (2.8) and two later ones.
 TESTED = ("2.8", "2.11", "2.14")
@@ -119,3 +120,33 @@ def room_for_compiled_graphs(graphs: int) -> Iterator[None]:
 
     with dynamo_config.patch(recompile_limit=max(dynamo_config.recompile_limit, graphs)):
         yield
+
+
+def load_dynamo() -> None:
+    """Import dynamo now, where the caller can afford the seconds, rather than at the first
+    ``torch.compiler.disable`` (which imports it).
+
+    ``torch._dynamo`` in torch 2.8, 2.11 and 2.14.
+    """
+    import torch._dynamo  # noqa: F401
+
+
+def parse_schema(text: str) -> Any:
+    """The ``FunctionSchema`` of an op schema written as in ``m.def("ns::name(Tensor x) -> Tensor")``; a
+    ``RuntimeError`` where torch cannot parse it.
+
+    ``torch._C.parse_schema`` in torch 2.8, 2.11 and 2.14.
+    """
+    return torch._C.parse_schema(text)
+
+
+def include_paths(cuda: bool) -> list[str]:
+    """torch's include folders (CUDA's with ``cuda``), as its compile lines give them.
+
+    ``torch.utils.cpp_extension.include_paths(device_type)`` in torch 2.8, 2.11 and 2.14; torch before 2.6
+    took a flag, ``include_paths(cuda)``, which is called where ``device_type`` is not a parameter.
+    """
+    ce = toolchain.cpp_extension()
+    if "device_type" in inspect.signature(ce.include_paths).parameters:
+        return list(ce.include_paths(device_type="cuda" if cuda else "cpu"))
+    return list(ce.include_paths(cuda=cuda))
