@@ -1,11 +1,12 @@
 # The README's two commands: `make run` and `make test`. Both create .venv and install the project first.
 PYTHON ?= python3
 VENV ?= .venv
-# Which torch (jitload/torch_select.py, `python3 jitload/torch_select.py --why` says why): none where $(PYTHON)
-# already has one (the article's container: the venv sees it), else the build whose CUDA major matches nvcc's
-# (13: torch 2.14.1; 12: torch 2.8.0 from PyTorch's cu128 index; no nvcc: 2.14.1). TORCH_SPEC=... overrides.
-TORCH_SPEC ?= $(shell $(PYTHON) jitload/torch_select.py --pip-args)
-VENV_FLAGS ?= $(shell $(PYTHON) jitload/torch_select.py --venv-flags)
+# Which torch (jitload/builder/torch_select.py, `python3 jitload/builder/torch_select.py --why` says why): none
+# where $(PYTHON) already has one (the article's container: the venv sees it), else the build whose CUDA major
+# matches nvcc's (13: torch 2.14.1; 12: torch 2.8.0 from PyTorch's cu128 index; no nvcc: 2.14.1).
+# TORCH_SPEC=... overrides.
+TORCH_SPEC ?= $(shell $(PYTHON) jitload/builder/torch_select.py --pip-args)
+VENV_FLAGS ?= $(shell $(PYTHON) jitload/builder/torch_select.py --venv-flags)
 BIN := $(VENV)/bin
 
 IMAGE ?= pytorch-cuda:v2.8
@@ -20,7 +21,7 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-load
 .PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
 
 $(BIN)/activate:
-	@echo "torch: $$($(PYTHON) jitload/torch_select.py --why)"
+	@echo "torch: $$($(PYTHON) jitload/builder/torch_select.py --why)"
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
 # --no-compile: pip would byte-compile every module of torch and Jupyter ahead of time; Python compiles the ones a

@@ -58,7 +58,7 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     for name in ("add_relu", "bias_gelu"):
         kernels.get(name).build()
-    device = jitload.toolchain.default_device()
+    device = jitload.builder.toolchain.default_device()
     sizes = [2**16, 2**20, 2**24, 2**26, 2**28] if device.type == "cuda" else [2**16, 2**20]
     cases = {
         "add_relu_backward": (torch.ops.jitload.add_relu_backward, _add_relu_inputs, _add_relu_eager,
@@ -69,7 +69,7 @@ def main() -> None:
                                # the bias gradient as it writes grad_x; eager and torch.compile read grad_x again
                                lambda n, dt: 3 * n * dt.itemsize),
     }
-    lines = [f"# Backward kernels on {jitload.benchmark.device_name(device)}, torch {torch.__version__}", ""]
+    lines = [f"# Backward kernels on {jitload.harness.benchmark.device_name(device)}, torch {torch.__version__}", ""]
     import matplotlib.pyplot as plt
 
     for label, (fn, make, eager, nbytes) in cases.items():

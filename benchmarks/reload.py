@@ -374,7 +374,7 @@ def cpp_table(env: dict[str, str]) -> list[str]:
 
 PCH_WORKER = r"""
 import os, time
-from jitload import hostjit
+from jitload.builder import hostjit
 t = time.perf_counter()
 made = hostjit.build_pch()
 if made is not None:
@@ -410,7 +410,7 @@ def main() -> None:
 
     import torch
 
-    from jitload import toolchain
+    from jitload.builder import toolchain
 
     cuda_home = toolchain.find_cuda_home()
     if cuda_home is None:

@@ -1,6 +1,6 @@
 """An oracle for the kernel-swap decision: whenever jitload decides to swap, the compiler must agree.
 
-A swap (:func:`jitload.swapplan.decide`) bets that a full build of the edited source would give the host code
+A swap (:func:`jitload.builder.swapplan.decide`) bets that a full build of the edited source would give the host code
 that is already loaded, and that the torch-free device unit it compiles gives the full file's kernels. This
 script settles those bets with the compiler itself, over the sources of ``tests/swap_corpus`` that build as a
 one-file extension and two torch-free ones written here (cheap to compile), and over seeded, deterministic
@@ -14,13 +14,13 @@ Each base is built once with jitload (its manifest and macro snapshot are what t
 each edit, the edited text is written to the file and the decision is taken. A plan either swaps kernels or
 keeps the loaded code as it is (``keep``: comments and spacing only). For either:
 
-- a swap's device unit is compiled with jitload's own command (:func:`jitload.swap.device_command`), and
-  jitload's own check of the image (:func:`jitload.swap.image_kernels`) applied (a failure of either makes
+- a swap's device unit is compiled with jitload's own command (:func:`jitload.builder.swap.device_command`), and
+  jitload's own check of the image (:func:`jitload.builder.swap.image_kernels`) applied (a failure of either makes
   jitload build in full: counted, never a failure here);
 - the edited file is compiled with the build's own nvcc line (``ninja -t compdb``, without ccache), keeping
   nvcc's intermediate PTX (``--keep``: the PTX of that same compile, equal to an ``nvcc -ptx`` run's, at half
   the cost of a second pass through torch's headers);
-- **host**: :func:`jitload.imagecmp.host_digest` of the edited object must equal the base build's. Where the
+- **host**: :func:`jitload.builder.imagecmp.host_digest` of the edited object must equal the base build's. Where the
   plan says ``lines_moved`` (``__LINE__`` values differ), the objects must still define and use the same
   symbols: a moved line changes numbers in the code, never which functions there are;
 - **PTX**: every kernel (``.entry``) of the edited file, with the ``.func`` functions and globals it reaches,
@@ -71,7 +71,17 @@ except ImportError:
     sys.path.insert(0, ROOT)
     import jitload
 
-from jitload import build, devicecode, fullbuild, imagecmp, manifest, ppview, swap, swapplan, toolchain  # noqa: E402
+from jitload.builder import (  # noqa: E402
+    build,
+    devicecode,
+    fullbuild,
+    imagecmp,
+    manifest,
+    ppview,
+    swap,
+    swapplan,
+    toolchain,
+)
 
 CORPUS = os.path.join(ROOT, "tests", "swap_corpus")
 # load_inline compiles its cuda_sources behind these lines; the corpus file holds only what the user wrote.

@@ -38,7 +38,8 @@ from typing import Any
 import torch
 
 import jitload
-from jitload import kernels, toolchain
+from jitload import kernels
+from jitload.builder import toolchain
 
 KNOB = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 VALUE = re.compile(r"-?[A-Za-z0-9_]+")

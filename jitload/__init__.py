@@ -6,10 +6,10 @@ a kernel with its reference in ways a wrong kernel cannot slip through; ``bench`
 PyTorch, ``torch.compile`` and the copy bandwidth measured in the same run.
 """
 
-from .benchmark import BenchResult, bench
-from .checker import CheckReport, Failure, check
-from .errors import BuildError
-from .extension import BuildInfo, Extension, handles, load, load_inline, prepare, wait
+from .builder.errors import BuildError
+from .builder.extension import BuildInfo, Extension, handles, load, load_inline, prepare, wait
+from .harness.benchmark import BenchResult, bench
+from .harness.checker import CheckReport, Failure, check
 
 __all__ = ["BenchResult", "BuildError", "BuildInfo", "CheckReport", "Extension", "Failure", "bench", "check",
            "handles", "load", "load_inline", "prepare", "wait", "watch"]
@@ -17,14 +17,14 @@ __version__ = "0.1.0"
 
 
 def watch(ext: Extension, *, start: bool = True):
-    """A notebook panel that rebuilds ``ext`` when its files change (see :mod:`jitload.widgets`)."""
-    from .widgets import watch as _watch
+    """A notebook panel that rebuilds ``ext`` when its files change (see :mod:`jitload.ui.widgets`)."""
+    from .ui.widgets import watch as _watch
 
     return _watch(ext, start=start)
 
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jitload``: the %%cuda, %%cpp and %%kernel cell magics."""
-    from .magics import JitloadMagics
+    from .ui.magics import JitloadMagics
 
     ipython.register_magics(JitloadMagics)

@@ -1,6 +1,6 @@
 """The kernel folders under ``kernels/``: find them, read their spec, build and check them with jitload.
 
-A kernel folder holds ``spec.py`` (read into a :class:`jitload.spec.KernelSpec`: what it must and may declare
+A kernel folder holds ``spec.py`` (read into a :class:`jitload.harness.spec.KernelSpec`: what it must and may declare
 is listed there) beside its sources. Headers shared by all kernels live in ``kernels/common``, on every include
 path. The kernel list is what :func:`names` finds on disk, never a list written out elsewhere.
 """
@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
-from . import toolchain
-from .checker import CheckReport, check, default_sizes
-from .extension import Extension, prepare
-from .spec import KernelSpec, from_module
+from . import settings
+from .builder import toolchain
+from .builder.extension import Extension, prepare
+from .harness.checker import CheckReport, check, default_sizes
+from .harness.spec import KernelSpec, from_module
 
 CUDA_DEFINE = "-DJITLOAD_WITH_CUDA"
 COMMON = "common"  # kernels/common: shared headers, not a kernel
@@ -144,7 +145,7 @@ def row_shape(size: int | tuple[int, int], width: int, odd_width: int = 1003) ->
 
 def default_kernels_dir() -> str:
     """$JITLOAD_KERNELS, else ./kernels, else the kernels/ folder beside the jitload package (a checkout)."""
-    env = os.environ.get("JITLOAD_KERNELS")
+    env = settings.get("JITLOAD_KERNELS")
     if env:
         return os.path.abspath(env)
     here = os.path.abspath("kernels")

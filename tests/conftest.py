@@ -4,7 +4,8 @@ import platform
 import pytest
 import torch
 
-from jitload import kernels, toolchain
+from jitload import kernels
+from jitload.builder import toolchain
 
 
 def pytest_report_header(config):

@@ -6,7 +6,8 @@ import os
 
 import torch
 
-from jitload import objdump, toolchain
+from jitload.builder import toolchain
+from jitload.harness import objdump
 
 HAVE_NVCC = toolchain.find_cuda_home() is not None
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills
 
-from jitload import objdump
+from jitload.harness import objdump
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-import jitload.benchmark
-from jitload.benchmark import PEAK, bench
+import jitload.harness.benchmark
+from jitload.harness.benchmark import PEAK, bench
 
 
 def make_inputs(size, dtype, device):
@@ -150,8 +150,8 @@ def test_compiled_baseline_keeps_compile_time_out_of_the_median():
 
 def test_a_cpu_table_has_no_copy_and_several_contenders_are_timed_in_rounds(monkeypatch):
     rounds = []
-    monkeypatch.setattr("jitload.benchmark._Timer.time_rounds",
-                        lambda self, fns, real=jitload.benchmark._Timer.time_rounds: rounds.append(list(fns)) or
+    monkeypatch.setattr("jitload.harness.benchmark._Timer.time_rounds",
+                        lambda self, fns, real=jitload.harness.benchmark._Timer.time_rounds: rounds.append(list(fns)) or
                         real(self, fns))
     res = bench({"add": torch.add, "mul": torch.mul}, make_inputs, sizes=(1024,), bytes_moved=bytes_moved,
                 device="cpu", target_ms=2, progress=False)

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from jitload import kernels, objdump, toolchain
+from jitload import kernels
+from jitload.builder import toolchain
+from jitload.harness import objdump
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = os.path.join(ROOT, "benchmarks", "variants.py")

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills
 
-from jitload import objdump
-from jitload.checker import check
+from jitload.harness import objdump
+from jitload.harness.checker import check
 
 
 @pytest.fixture(scope="module")

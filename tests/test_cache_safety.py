@@ -13,7 +13,7 @@ import pytest
 from extensions import PYBIND_BINDING, PYTHON, make_extension
 
 import jitload
-from jitload import build, manifest
+from jitload.builder import build, manifest
 
 LOAD = ("import jitload; e = jitload.load('{name}', {sources!r}, build_directory={bdir!r});"
         "print(e.info.status, e.value(), flush=True)")

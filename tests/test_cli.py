@@ -8,8 +8,8 @@ import pytest
 import torch
 from extensions import PYTHON
 
-from jitload import toolchain
-from jitload.benchmark import PEAK
+from jitload.builder import toolchain
+from jitload.harness.benchmark import PEAK
 
 
 def _jitload(*args, env=None):
@@ -200,7 +200,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add); }
 
 @pytest.mark.cuda
 def test_sanitize_finds_a_write_past_the_end(tmp_path):
-    from jitload.check_process import compute_sanitizer
+    from jitload.harness.check_process import compute_sanitizer
 
     if compute_sanitizer() is None:
         pytest.skip("no compute-sanitizer in this CUDA toolkit")

@@ -12,7 +12,8 @@ import warnings
 import pytest
 
 import jitload
-from jitload import compiler_probe, doctor
+from jitload.builder import compiler_probe
+from jitload.ui import doctor
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/g++"), reason="needs /usr/bin/g++")
 

@@ -30,7 +30,7 @@ def test_environment_matches_pyproject():
 
 
 def test_torch_version_is_reported():
-    # Several torch releases meet this code (jitload.torch_compat.TESTED): say which one ran.
+    # Several torch releases meet this code (jitload.builder.torch_compat.TESTED): say which one ran.
     import torch
 
     print(f"torch {torch.__version__}")

@@ -2,7 +2,7 @@
 
 from extensions import write
 
-from jitload.errors import BuildError, parse_diagnostics
+from jitload.builder.errors import BuildError, parse_diagnostics
 
 
 def test_gcc_error_with_context(tmp_path):

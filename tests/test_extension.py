@@ -8,8 +8,8 @@ import torch
 from extensions import HEADER, KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
-from jitload import build, manifest
-from jitload.extension import PREVIOUS_KEPT
+from jitload.builder import build, manifest
+from jitload.builder.extension import PREVIOUS_KEPT
 
 
 @pytest.fixture(scope="module")

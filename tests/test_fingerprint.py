@@ -6,7 +6,7 @@ import textwrap
 from extensions import HEADER, KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
-from jitload import build, fingerprint
+from jitload.builder import build, fingerprint
 
 
 def test_record_sees_bytes_not_timestamps(tmp_path):

@@ -24,8 +24,8 @@ import pytest
 import torch
 
 import jitload
-from jitload import hostjit, hostunit
-from jitload.errors import BuildError
+from jitload.builder import hostjit, hostunit
+from jitload.builder.errors import BuildError
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
 needs_cppyy = pytest.mark.skipif(importlib.util.find_spec("cppyy") is None,

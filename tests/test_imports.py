@@ -1,4 +1,5 @@
-"""jitload's modules import each other in layers: no circle, not even through an import inside a function.
+"""jitload's modules import each other in floors (:data:`FLOORS`): no circle and no import up a floor, not even
+through an import inside a function.
 
 Every ``import`` statement of every module under jitload/ is read with ``ast`` (module level, in functions,
 under ``if TYPE_CHECKING``), so a lower module that reaches up into a higher one inside a function is found
@@ -103,9 +104,9 @@ def test_the_walker_finds_a_circle_through_a_function_level_import(tmp_path):
 
 def test_the_walker_sees_the_package_modules():
     edges = graph()
-    assert {"jitload", "jitload.extension", "jitload.benchmark", "jitload.widgets"} <= set(edges)
-    assert "jitload.benchmark" in edges["jitload"]  # from .benchmark import ...
-    assert "jitload.extension" in edges["jitload.kernels"]
+    assert {"jitload", "jitload.builder.extension", "jitload.harness.benchmark", "jitload.ui.widgets"} <= set(edges)
+    assert "jitload.harness.benchmark" in edges["jitload"]  # from .harness.benchmark import ...
+    assert "jitload.builder.extension" in edges["jitload.kernels"]
 
 
 def test_no_import_circle_in_jitload():
@@ -113,10 +114,41 @@ def test_no_import_circle_in_jitload():
     assert circle is None, "import circle: " + " -> ".join(circle)
 
 
-@pytest.mark.parametrize("upper", ["jitload.widgets", "jitload.magics", "jitload.cli"])
-def test_user_interfaces_are_the_top_floor(upper):
-    # Only the package's own entry points (jitload/__init__.py, __main__.py) may import a user interface.
-    edges = graph()
-    importers = sorted(m for m, targets in edges.items() if upper in targets and m not in (
-        PACKAGE, f"{PACKAGE}.__main__"))
-    assert not importers, f"{upper} is imported by {', '.join(importers)}"
+# The floors, lowest first. A module may import modules of its own floor and of the floors below it, never of
+# one above: the build knows nothing of checking or of user interfaces, the harness runs what the build made,
+# jitload.kernels ties a kernel folder's build to its check and bench, and the user interfaces only call them.
+# The package itself (jitload/__init__.py, __main__.py) is the top: the public names and the entry points.
+FLOORS = ("jitload.settings", "jitload.builder", "jitload.harness", "jitload.kernels", "jitload.ui", "jitload")
+
+
+def floor_of(module: str) -> int:
+    """The index in :data:`FLOORS` of the floor ``module`` is on (a subpackage's modules are on its floor)."""
+    if module in (PACKAGE, f"{PACKAGE}.__main__"):
+        return len(FLOORS) - 1
+    for index, floor in enumerate(FLOORS[:-1]):
+        if module == floor or module.startswith(floor + "."):
+            return index
+    raise LookupError(f"{module} is on no floor: put it in a subpackage of jitload or name its floor in FLOORS")
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a module on a higher floor than the importer's, as 'importer -> imported'."""
+    return sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets if floor_of(b) > floor_of(a))
+
+
+def test_the_floor_check_finds_an_upward_import():
+    assert upward_imports({"jitload.builder.swap": {"jitload.harness.checker"}}) == [
+        "jitload.builder.swap -> jitload.harness.checker"]
+    assert upward_imports({"jitload.ui.cli": {"jitload.harness.checker", "jitload.kernels"}}) == []
+    with pytest.raises(LookupError):
+        floor_of("jitload.nowhere")
+
+
+def test_every_module_is_on_a_floor():
+    for module in graph():
+        floor_of(module)
+
+
+def test_imports_point_down_the_floors():
+    up = upward_imports(graph())
+    assert not up, "imports that reach up a floor: " + ", ".join(up)

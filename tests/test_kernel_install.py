@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import torch
 
-from jitload import toolchain
+from jitload.builder import toolchain
 
 # pip builds all five kernels ahead of time (setuptools, not jitload's cache): minutes on 2 cores.
 pytestmark = pytest.mark.slow

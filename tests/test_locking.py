@@ -9,7 +9,7 @@ import time
 from extensions import PYBIND_BINDING, PYTHON, make_extension
 
 import jitload
-from jitload.lock import LOCK_NAME, build_lock
+from jitload.builder.lock import LOCK_NAME, build_lock
 
 LOAD = ("import jitload; e = jitload.load('{name}', {sources!r}, build_directory={bdir!r});"
         "print(e.info.status, e.info.commands, e.value(), flush=True)")
@@ -64,7 +64,8 @@ def test_sigkilled_build_does_not_block_the_next_load(tmp_path):
 def test_lock_waits_for_a_live_holder(tmp_path):
     released = tmp_path / "released"
     holder = subprocess.Popen(
-        [PYTHON, "-c", f"from jitload.lock import build_lock\nimport time\nwith build_lock({str(tmp_path)!r}):\n"
+        [PYTHON, "-c", "from jitload.builder.lock import build_lock\nimport time\n"
+                       f"with build_lock({str(tmp_path)!r}):\n"
                        f"    print('held', flush=True); time.sleep(1.5); open({str(released)!r}, 'w').close()"],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

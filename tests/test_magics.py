@@ -11,8 +11,9 @@ from extensions import write
 from IPython.core.interactiveshell import InteractiveShell
 from services import REPO
 
-from jitload import magics, toolchain
-from jitload.extension import PREVIOUS_KEPT, Extension
+from jitload.builder import toolchain
+from jitload.builder.extension import PREVIOUS_KEPT, Extension
+from jitload.ui import magics
 
 
 @pytest.fixture(scope="module")

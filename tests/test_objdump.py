@@ -1,4 +1,4 @@
-"""jitload.objdump on objects nvcc compiles here for sm_90 (no GPU needed): a kernel that spills shows local
+"""jitload.harness.objdump on objects nvcc compiles here for sm_90 (no GPU needed): a kernel that spills shows local
 memory, one that does not shows none, SASS can be picked by kernel name, and bad targets say what is wrong."""
 
 import os
@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from jitload import objdump, toolchain
+from jitload.builder import toolchain
+from jitload.harness import objdump
 
 pytestmark = pytest.mark.skipif(toolchain.find_cuda_home() is None, reason="no CUDA toolkit")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from jitload import kernels
-from jitload.spec import KernelSpec, from_module
+from jitload.harness.spec import KernelSpec, from_module
 
 
 def test_every_kernel_folder_is_found_and_read():

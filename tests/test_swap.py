@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import jitload
-from jitload import devicecode, fingerprint, manifest, swap, toolchain
+from jitload.builder import devicecode, fingerprint, manifest, swap, toolchain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
 NVCC = os.path.join(toolchain.find_cuda_home() or "/usr/local/cuda", "bin", "nvcc")
@@ -624,13 +624,13 @@ PRE = ('__attribute__((device)) float helper(float a) { return a + 1.0f; }\n'
     ("  for (int i", "#pragma pack(push, 1)\n  for (int i", False),  # a pragma that outlives the body
 ])
 def test_the_preprocessed_host_view(old, new, same):
-    from jitload import ppview
+    from jitload.builder import ppview
     assert old in PRE
     assert (ppview.view_of(PRE.replace(old, new)) == ppview.view_of(PRE)) is same
 
 
 def test_a_device_function_declared_for_the_host_elsewhere_is_host_code():
-    from jitload import ppview
+    from jitload.builder import ppview
     # nvcc merges the execution spaces of a function's declarations: the definition below is host code too.
     text = ("__attribute__((host)) __attribute__((device)) float f(float a);\n"
             "__attribute__((device)) float f(float a) { return a; }\n")
@@ -640,7 +640,7 @@ def test_a_device_function_declared_for_the_host_elsewhere_is_host_code():
 
 
 def test_literals_keep_their_spacing_in_the_host_view():
-    from jitload import ppview
+    from jitload.builder import ppview
     text = 'const char* s() { return R"(a\n  b)"; }\nint f() {  return "http://x"[0]; }\n'
     assert ppview.view_of(text.replace("(a\n  b)", "(a\n b)")) != ppview.view_of(text)  # a raw string's value
     assert ppview.view_of(text.replace("http://x", "http://y")) != ppview.view_of(text)  # no comment in a string

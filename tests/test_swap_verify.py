@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import jitload
-from jitload import background, manifest, ppview, swap, toolchain
+from jitload.builder import background, manifest, ppview, swap, toolchain
 
 NVCC = os.path.join(toolchain.find_cuda_home() or "/usr/local/cuda", "bin", "nvcc")
 pytestmark = pytest.mark.skipif(not os.path.exists(NVCC), reason="nvcc not found (no CUDA toolkit)")
@@ -269,7 +269,7 @@ def test_a_failed_full_build_behind_a_swap_is_reported_until_fixed(light):
 def test_the_full_build_outlives_a_killed_process(light):
     ext, path = light
     # A notebook kernel killed right after the swap: its background build goes on and writes the build.
-    code = (f"import os, signal, jitload\nfrom jitload import swap\nswap.gpu_available = lambda: False\n"
+    code = (f"import os, signal, jitload\nfrom jitload.builder import swap\nswap.gpu_available = lambda: False\n"
             f"e = jitload.load('swap_verify', {list(ext.spec.sources)!r}, build_directory={ext.build_directory!r})\n"
             f"text = open({path!r}).read()\nopen({path!r}, 'w').write(text.replace('2.0f * x[i]', '5.0f * x[i]'))\n"
             f"e.reload()\nprint(e.info.status, e._bet.job.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")

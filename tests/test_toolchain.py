@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from jitload import toolchain
-from jitload.extension import BuildSpec
+from jitload.builder import toolchain
+from jitload.builder.extension import BuildSpec
 
 
 def _fake_toolkit(root):

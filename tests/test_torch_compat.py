@@ -1,4 +1,4 @@
-"""jitload.torch_compat: each private torch API in every form jitload meets, called on a CPU.
+"""jitload.builder.torch_compat: each private torch API in every form jitload meets, called on a CPU.
 
 A stand-in with a form's signature records what jitload passes; the installed torch's real function is called too,
 so CI on each tested torch release (torch_compat.TESTED) checks the form that release has.
@@ -10,7 +10,8 @@ import re
 import pytest
 import torch
 
-from jitload import guards, toolchain, torch_compat
+from jitload.builder import toolchain, torch_compat
+from jitload.harness import guards
 
 PRIVATE = re.compile(r"\b(?:torch|cpp_extension|ce)\._[A-Za-z]\w*|\btorch\.utils\._\w+")
 LDFLAGS_ARGS = {"extra_ldflags": ["-lm"], "with_cuda": True, "with_sycl": False, "verbose": False,
@@ -150,12 +151,14 @@ def test_room_for_compiled_graphs_raises_dynamos_limit_while_inside_only():
 
 
 def test_no_private_torch_call_outside_torch_compat():
-    root = os.path.dirname(torch_compat.__file__)
+    root = os.path.dirname(os.path.dirname(torch_compat.__file__))  # the jitload package, its floors included
     found = []
-    for name in sorted(os.listdir(root)):
-        if not name.endswith(".py") or name == "torch_compat.py":
-            continue
-        with open(os.path.join(root, name)) as f:
-            text = f.read()
-        found += [f"{name}: {m.group()}" for m in PRIVATE.finditer(text)]
+    for folder, _dirs, files in os.walk(root):
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path == torch_compat.__file__:
+                continue
+            with open(path) as f:
+                text = f.read()
+            found += [f"{os.path.relpath(path, root)}: {m.group()}" for m in PRIVATE.finditer(text)]
     assert not found

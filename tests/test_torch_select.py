@@ -1,5 +1,5 @@
-"""Which torch `make` installs (jitload/torch_select.py): the one the Python has, else the build whose CUDA major
-matches nvcc's. The choice is read from fake `nvcc --version` outputs, and the script is run as the Makefile
+"""Which torch `make` installs (jitload/builder/torch_select.py): the one the Python has, else the build whose
+CUDA major matches nvcc's. The choice is read from fake `nvcc --version` outputs, and the script is run as the Makefile
 runs it: a file, by a Python without torch, against a fake nvcc."""
 
 import os
@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from jitload import torch_select
+from jitload.builder import torch_select
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jitload", "torch_select.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jitload", "builder",
+                      "torch_select.py")
 NVCC = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {v}, V{v}.93\n"
 
 

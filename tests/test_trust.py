@@ -14,7 +14,7 @@ import pytest
 from extensions import PYBIND_BINDING, make_extension
 
 import jitload
-from jitload import build, toolchain, trust
+from jitload.builder import build, toolchain, trust
 
 try:
     NOBODY = pwd.getpwnam("nobody")

@@ -126,7 +126,7 @@ def test_watch_rebuilds_rechecks_reports_errors_and_stops_cleanly(tmp_path):
 
 
 def test_a_file_a_build_found_first_and_saved_while_it_ran_counts_as_changed(tmp_path):
-    from jitload.watcher import snapshot, with_new_files
+    from jitload.ui.filewatch import snapshot, with_new_files
 
     known, old_header, saved_header = (tmp_path / n for n in ("k.cu", "old.cuh", "saved.cuh"))
     for path in (known, old_header):

@@ -6,8 +6,8 @@ import torch
 from extensions import KERNEL, PYBIND_BINDING, make_extension, write
 
 import jitload
-from jitload.extension import PREVIOUS_KEPT
-from jitload.widgets import BenchPanel
+from jitload.builder.extension import PREVIOUS_KEPT
+from jitload.ui.widgets import BenchPanel
 
 
 def _wait(predicate, timeout=90):

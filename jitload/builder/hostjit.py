@@ -1,0 +1,651 @@
+"""Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
+
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, the GIL free), or
+starts from torch's headers (and, with a GPU visible, CUDA's) precompiled once per machine, :func:`build_pch`,
+in about 2 s, and then compiles an extension's host code, given as :mod:`jitload.builder.hostunit` writes it, in
+0.05-0.3 s. While it declares code, file descriptor 2 is its diagnostics' (anything else written there meanwhile is
+written after it). Its kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's
+namespace) and are launched through their ``cudaKernel_t`` on the stream the code names. Its functions are
+torch ops (``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a
+wrapper that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too. An op library's
+``TORCH_LIBRARY_IMPL`` kernels are registered over the loaded library's, for the same schemas.
+
+What runs here is a stand-in: the caller (:mod:`jitload.builder.extension`) starts the full build at once and loads
+it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
+is a new namespace and op library), so a process that takes hundreds of host edits grows by their size.
+
+``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts parsing torch's headers at the first full build
+of an extension that could use it, in a thread (one core for those 20 s; ``jitload watch`` sets it); unset,
+the interpreter starts at the first host edit, which then takes about 20 s more (2 s from the PCH).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import importlib.util
+import itertools
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+from .. import settings
+from . import hostunit
+
+ENV = "JITLOAD_HOST_JIT"
+OFF = frozenset({"0", "off", "no", "false"})
+
+_PRELUDE = r"""
+#include <torch/extension.h>
+#include <cstdint>
+#include <typeinfo>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#include <Python.h>
+namespace jitload_rt {
+inline std::vector<const char*>& tags() { static std::vector<const char*> v; return v; }
+inline int note(const char* name) { tags().push_back(name); return (int)tags().size() - 1; }
+// One per kernel instance a launch names; its typeid name holds the kernel's mangled name.
+template <auto F> struct Tag { static inline const int index = note(typeid(Tag<F>).name()); };
+
+// torch ops take int64_t and double where pybind11 also took int and float. A value the narrower type
+// cannot hold is a TypeError, as pybind11 makes it, not a wrapped number.
+template <class T> struct Widen { using type = T; };
+template <class T> struct Widen<const T> { using type = typename Widen<T>::type; };
+template <class T> struct Widen<T&> { using type = typename Widen<T>::type; };
+template <class T> struct Widen<const T&> { using type = typename Widen<T>::type; };
+template <> struct Widen<int> { using type = int64_t; };
+template <> struct Widen<unsigned> { using type = int64_t; };
+template <> struct Widen<short> { using type = int64_t; };
+template <> struct Widen<unsigned short> { using type = int64_t; };
+template <> struct Widen<long long> { using type = int64_t; };
+template <> struct Widen<unsigned long> { using type = int64_t; };
+template <> struct Widen<unsigned long long> { using type = int64_t; };
+template <> struct Widen<float> { using type = double; };
+template <> struct Widen<c10::Scalar>;  // pybind11 cannot take a Scalar: the full build would not either
+template <class T, class W> T narrow(W& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, W>) {
+    TORCH_CHECK_TYPE(std::in_range<T>(v), "incompatible function arguments: ", v, " does not fit the C++ ",
+                     "parameter's type");
+  } else if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+    TORCH_CHECK_TYPE(v.defined(), "incompatible function arguments: None where the C++ function takes a Tensor");
+  }
+  return static_cast<T>(v);
+}
+template <class W, class R> W widen(R&& r) {
+  if constexpr (std::is_integral_v<std::decay_t<R>> && !std::is_same_v<std::decay_t<R>, bool> &&
+                !std::is_same_v<std::decay_t<R>, W>) {
+    TORCH_CHECK(std::in_range<W>(r), "the result ", r, " does not fit a torch op's int (int64_t); the full ",
+                "build returns it as a Python int");
+  }
+  return static_cast<W>(std::forward<R>(r));
+}
+// Held while the function runs, as pybind11 holds it: torch's op call has released it.
+struct Gil {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~Gil() { PyGILState_Release(state); }
+};
+template <auto F, class S = decltype(F)> struct Adapt;
+template <auto F, class R, class... A> struct Adapt<F, R (*)(A...)> {
+  static typename Widen<R>::type call(typename Widen<A>::type... a) {
+    Gil gil;
+    if constexpr (std::is_void_v<R>) {
+      F(narrow<A>(a)...);
+    } else {
+      return widen<typename Widen<R>::type>(F(narrow<A>(a)...));
+    }
+  }
+};
+template <auto F, class R, class... A> struct Adapt<F, R (*)(A...) noexcept> : Adapt<(R (*)(A...))F> {};
+
+// An op library's TORCH_LIBRARY_IMPL blocks: kept by the unit's static initialisers, registered only once the
+// unit's kernels are bound. Each registration overrides the loaded library's kernel for its dispatch key.
+struct Impl { const char* ns; c10::DispatchKey key; const char* file; uint32_t line; void (*init)(torch::Library&); };
+inline std::vector<Impl>& pending() { static std::vector<Impl> v; return v; }
+inline int defer(const char* ns, c10::DispatchKey key, const char* file, uint32_t line, void (*init)(torch::Library&)) {
+  pending().push_back({ns, key, file, line, init});
+  return 0;
+}
+inline void drop_pending() { pending().clear(); }
+inline int register_pending() {
+  std::vector<Impl> impls;
+  impls.swap(pending());
+  for (const Impl& i : impls) {
+    // Never deleted: deleting it would take the registration back, and the dispatcher may be gone at exit.
+    auto* library = new torch::Library(torch::Library::IMPL, i.ns, std::make_optional(i.key), i.file, i.line);
+    i.init(*library);
+  }
+  return (int)impls.size();
+}
+
+// Compiled once here, so that the first unit does not pay for torch's op-registration templates (seconds).
+inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
+  TORCH_CHECK(x.dim() >= 0 && x.size(0) >= 0 && x.is_contiguous(), "x has ", x.numel(), " elements");
+  at::Tensor y = torch::empty_like(x);
+  if (c) (void)y.data_ptr<float>();
+  return c ? x * a + b : y;
+}
+}  // namespace jitload_rt
+TORCH_LIBRARY(jitload_rt_warm, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm>::call); }
+"""
+
+_CUDA_PRELUDE = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <stdexcept>
+#include <string>
+namespace jitload_rt {
+inline std::vector<cudaKernel_t>& kernels() { static std::vector<cudaKernel_t> v; return v; }
+inline std::vector<cudaLibrary_t>& libraries() { static std::vector<cudaLibrary_t> v; return v; }
+inline int load_library(const char* path) {
+  cudaLibrary_t library;
+  cudaError_t err = cudaLibraryLoadFromFile(&library, path, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (err != cudaSuccess) return -(int)err;
+  libraries().push_back(library);
+  return (int)libraries().size() - 1;
+}
+inline int bind(int tag, int library, const char* name) {
+  cudaKernel_t kernel;
+  cudaError_t err = cudaLibraryGetKernel(&kernel, libraries()[library], name);
+  if (err != cudaSuccess) return (int)err;
+  if ((int)kernels().size() <= tag) kernels().resize(tag + 1, nullptr);
+  kernels()[tag] = kernel;
+  return 0;
+}
+template <class... P> struct Launcher {
+  cudaKernel_t kernel; dim3 grid, block; size_t shmem; cudaStream_t stream;
+  // As nvcc's stub: the arguments converted to the parameters' types, launch errors left to cudaGetLastError.
+  void operator()(P... p) const {
+    void* args[] = {(void*)&p..., nullptr};
+    (void)cudaLaunchKernel((const void*)kernel, grid, block, args, shmem, stream);
+  }
+};
+template <class... P>
+Launcher<P...> launcher(void (*)(P...), cudaKernel_t k, dim3 g, dim3 b, size_t s, cudaStream_t st) {
+  return {k, g, b, s, st};
+}
+template <auto F> auto launch(dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0) {
+  int tag = Tag<F>::index;
+  if (tag >= (int)kernels().size() || !kernels()[tag])
+    throw std::runtime_error(std::string("jitload: no device code was loaded for ") + tags()[tag]);
+  return launcher(F, kernels()[tag], grid, block, shmem, stream);
+}
+// As the op above: the launch templates and torch's CUDA stream code, compiled once.
+inline void warm_kernel(const float*, float*, int64_t) {}
+inline void warm_launch(const at::Tensor& x, bool go) {
+  if (go) launch<warm_kernel>(dim3(1), dim3(1), 0, at::cuda::getCurrentCUDAStream())(x.data_ptr<float>(), nullptr, 1);
+}
+}  // namespace jitload_rt
+TORCH_LIBRARY(jitload_rt_warm_cuda, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm_launch>::call); }
+"""
+
+
+class JitError(Exception):
+    """The interpreter refused the unit (its first error is the message), or its kernels could not be bound."""
+
+
+def setting() -> str:
+    return settings.switch(ENV)
+
+
+def unavailable() -> str:
+    """'' where the host JIT can run here, else why not."""
+    if setting() in OFF:
+        return f"the host JIT is off ({ENV}={settings.get(ENV)})"
+    # Not imported here: the interpreter starts at cppyy's import, and must find its PCH set by then.
+    if importlib.util.find_spec("cppyy") is None:
+        return "the host JIT needs cppyy (pip install cppyy), which is not installed"
+    return ""
+
+
+@dataclass
+class _Session:
+    cuda: bool = False
+    ready: bool = False
+    paths: set[str] = field(default_factory=set)
+
+
+_session = _Session()
+_lock = threading.Lock()
+_counter = itertools.count(1)
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[list[str]]:
+    """The interpreter writes its diagnostics to file descriptor 2; they are read back from a file."""
+    out: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as f:
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            out.append(f.read().decode(errors="replace"))
+
+
+def _declare(code: str) -> None:
+    import cppyy
+
+    with _captured_stderr() as err:
+        ok = cppyy.gbl.gInterpreter.Declare(code)
+    text = err[0] if err else ""
+    # A symbol the unit declares but nothing defines shows as a failed materialization, not as an error.
+    errors = [ln for ln in text.splitlines()
+              if re.search(r"\berror\b|Failed to materialize|[Uu]nresolved|undefined symbol", ln)]
+    if not ok or errors:
+        first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
+        raise JitError(first)
+    if text:
+        # Warnings, and whatever another thread wrote meanwhile (a build's progress): not lost, only late.
+        os.write(2, text.encode())
+
+
+def _torch_libraries(cuda: bool) -> list[str]:
+    import torch
+
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names = ["libc10.so", "libtorch_cpu.so", "libtorch.so", "libtorch_python.so"]
+    if cuda:
+        names[1:1] = ["libc10_cuda.so"]
+        names.append("libtorch_cuda.so")
+    return [os.path.join(lib, n) for n in names if os.path.exists(os.path.join(lib, n))]
+
+
+def _loaded_cudart() -> str | None:
+    """The CUDA runtime torch loaded: the interpreter's launches must go through the same one."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if line.count(" ") >= 5 else ""
+            if re.search(r"/libcudart\.so[.\d]*$", path):
+                return path
+    return None
+
+
+def start(include_dirs: list[str], cuda: bool) -> None:
+    """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
+    with _lock:
+        if "cppyy" not in sys.modules:
+            pch = machine_pch()
+            if os.path.exists(pch) and _trusted(pch):
+                # torch's headers, parsed once for this machine: the interpreter starts with them (2 s, not 20).
+                os.environ["CLING_STANDARD_PCH"] = pch
+                os.environ["EXTRA_CLING_ARGS"] = CLING_ARGS
+            else:
+                os.environ.setdefault("EXTRA_CLING_ARGS", CLING_ARGS)
+        import cppyy
+
+        for d in [*include_dirs, sysconfig.get_paths()["include"]]:
+            if d not in _session.paths and os.path.isdir(d):
+                cppyy.add_include_path(d)
+                _session.paths.add(d)
+        if _session.ready and (_session.cuda or not cuda):
+            return
+        if not _session.ready:
+            # The interpreter's work is C++ alone: other Python threads (a notebook, a build's progress) run on.
+            type(cppyy.gbl.gInterpreter).Declare.__release_gil__ = True
+            for path in _torch_libraries(cuda):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            _declare(_PRELUDE)
+            from . import torch_compat
+
+            torch_compat.load_dynamo()  # (torch.compiler.disable imports it at first use: seconds)
+
+            _session.ready = True
+        if cuda and not _session.cuda:
+            import torch
+
+            torch.cuda.init()
+            for path in _torch_libraries(True):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            runtime = _loaded_cudart() or next(iter(sorted(glob.glob("/usr/local/cuda/lib64/libcudart.so*"))), None)
+            if runtime:
+                ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
+            _declare(_CUDA_PRELUDE)
+            _session.cuda = True
+
+
+CLING_ARGS = "-O2 -std=c++20"
+_PCH_FLAGS = "-std=c++20 -Wno-implicit-fallthrough -pipe -fsigned-char -pthread -O2"  # cppyy's, in C++20
+PCH_DIR = "host-jit"  # not an identifier: never the folder of an extension (each is named by one)
+# Built by rootcling (cppyy's own tool for its standard-library PCH) with torch's headers added; written to a
+# temporary name and renamed when complete, so that a process never loads half a file.
+_PCH_SCRIPT = r"""
+import os, subprocess, sys, tempfile
+backend, out, flags, headers, dirs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(";"), sys.argv[5:]
+work = tempfile.mkdtemp(prefix="pch-", dir=os.path.dirname(out))
+own = ["include", "etc", os.path.join("etc", "dictpch"), os.path.join("etc", "cling")]
+cmd = [os.path.join(backend, "bin", "rootcling"), "-rootbuild", "-generate-pch",
+       "-f", os.path.join(work, "allDict.cxx"), "-noDictSelection", "-D__CLING__", "-DROOT_PCH",
+       *(f"-I{os.path.join(backend, d)}" for d in own), *(f"-I{d}" for d in dirs), "-cxxflags", flags,
+       os.path.join("etc", "dictpch", "allHeaders.h"), *headers, os.path.join("etc", "dictpch", "allLinkDefs.h")]
+env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(backend, "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+done = subprocess.run(cmd, cwd=backend, env=env, capture_output=True, text=True)
+pch = os.path.join(work, "allDict_rdict.pch")
+if done.returncode == 0 and os.path.exists(pch):
+    os.chmod(pch, 0o600)
+    os.replace(pch, out)
+else:
+    with open(out + ".log", "w") as f:
+        f.write(" ".join(cmd) + "\n" + done.stdout + done.stderr)
+for name in os.listdir(work):
+    os.unlink(os.path.join(work, name))
+os.rmdir(work)
+"""
+
+
+def _pch_inputs(cuda: bool) -> tuple[list[str], list[str]]:
+    headers = ["torch/extension.h"]
+    if cuda:
+        headers += ["cuda.h", "cuda_runtime.h", "ATen/cuda/CUDAContext.h"]
+    return headers, [*toolchain_include_dirs(cuda), sysconfig.get_paths()["include"]]
+
+
+def pch_path(cuda: bool) -> str:
+    """Where this machine's precompiled torch headers for the interpreter are (or will be)."""
+    import hashlib
+
+    from . import toolchain
+
+    spec = importlib.util.find_spec("cppyy_backend")
+    backend = next(iter(spec.submodule_search_locations or []), "") if spec else ""
+    headers, dirs = _pch_inputs(cuda)
+    key = hashlib.sha256("\0".join([backend, CLING_ARGS, *headers, *dirs]).encode()).hexdigest()[:16]
+    return os.path.join(toolchain.cache_root(), PCH_DIR, f"torch{'-cuda' * cuda}-{key}.pch")
+
+
+def _trusted(path: str) -> bool:
+    from . import trust
+
+    try:
+        trust.check_library(path)
+    except Exception:
+        return False
+    return True
+
+
+def machine_pch() -> str:
+    """The PCH this machine's interpreter starts from: with a GPU visible, CUDA's headers are in it too (the
+    interpreter declares the launcher over them, whatever the extension)."""
+    from . import swap
+
+    return pch_path(swap.gpu_available())
+
+
+def build_pch() -> subprocess.Popen | None:
+    """Start building :func:`machine_pch` in a process of its own where it is missing (about 20 s of one core,
+    once per machine and torch version); None where there is nothing to do."""
+    from . import swap, trust
+
+    if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None:
+        return None
+    cuda = swap.gpu_available()
+    out = pch_path(cuda)
+    marker = out + ".building"
+    if os.path.exists(out):
+        return None
+    trust.private_dir(os.path.dirname(out))
+    try:
+        if time.time() - os.stat(marker).st_mtime < 600:
+            return None  # another process builds it
+    except FileNotFoundError:
+        pass
+    with open(marker, "w"):
+        pass
+    spec = importlib.util.find_spec("cppyy_backend")
+    backend = next(iter(spec.submodule_search_locations or []))
+    headers, dirs = _pch_inputs(cuda)
+    script = _PCH_SCRIPT + f"\nos.unlink({marker!r})\n"
+    return subprocess.Popen([sys.executable, "-c", script, backend, out, _PCH_FLAGS, ";".join(headers), *dirs],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def describe() -> str:
+    """One line for ``jitload doctor``: whether host edits take the interpreter here, and how it starts."""
+    refused = unavailable()
+    if refused:
+        return refused
+    try:
+        cppyy_version = version("cppyy")
+    except PackageNotFoundError:
+        cppyy_version = "?"
+    when = "during the first build" if setting() == "warm" else "at the first host edit"
+    if os.path.exists(machine_pch()):
+        how = f"from the PCH {machine_pch()}"
+    else:
+        how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
+    return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
+
+
+def warm(cuda: bool, delay: float = 0.0) -> None:
+    """:func:`start` in a daemon thread, once per process, after ``delay`` seconds (errors are seen again, and
+    reported, by the edit that needs the interpreter)."""
+    global _warming
+    if (_session.ready and (_session.cuda or not cuda)) or (_warming is not None and _warming.is_alive()) \
+            or importlib.util.find_spec("cppyy") is None:
+        return
+
+    def run() -> None:
+        time.sleep(delay)
+        with contextlib.suppress(Exception):  # cppyy's import, too, happens here: it takes half a second
+            if not unavailable():
+                start(toolchain_include_dirs(cuda), cuda)
+
+    _warming = threading.Thread(target=run, name="jitload-host-jit-warm", daemon=True)
+    _warming.start()
+
+
+_warming: threading.Thread | None = None
+
+
+def toolchain_include_dirs(cuda: bool) -> list[str]:
+    """torch's include folders (CUDA's with ``cuda``), as its compile lines give them, before any build."""
+    from . import torch_compat
+
+    return torch_compat.include_paths(cuda)
+
+
+def new_namespace(name: str) -> str:
+    return f"jl_{name}_{os.getpid()}_{next(_counter)}"
+
+
+@dataclass
+class Compiled:
+    """A unit the interpreter took: its ops' Python module and the kernel instances its launches name."""
+
+    module: types.ModuleType
+    instances: list[tuple[int, str]]  # (tag, demangled spelling) of each kernel instance the unit launches
+
+
+def _spelled(tag_name: str) -> str:
+    """The kernel instance a ``Tag<&k>`` names, as the demangler spells it: ``void ns::k<float>(float*, int)``
+    for a template instance, ``ns::k`` for a plain kernel. (The kernel's own mangled name cannot be cut out of
+    the tag's: its substitutions count from the tag's start.)"""
+    from . import devicecode
+
+    text = devicecode.demangle(tag_name) or ""
+    match = re.fullmatch(r"jitload_rt::Tag<&\((.*)\)>|jitload_rt::Tag<&(.*)>", text)
+    if not match:
+        raise JitError(f"jitload cannot read the kernel in {tag_name}")
+    return (match.group(1) or match.group(2)).strip()
+
+
+def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
+    """Declare ``unit`` to the interpreter (after :func:`start`) and make its ops a Python module."""
+    import cppyy
+    import torch
+
+    tags = cppyy.gbl.jitload_rt.tags
+    before = tags().size()
+    cppyy.gbl.jitload_rt.drop_pending()  # an earlier unit's, whose kernels failed to bind
+    _declare(unit.code)
+    names = [tags()[i] for i in range(before, tags().size())]
+    instances = [(before + i, _spelled(n.decode() if isinstance(n, bytes) else str(n))) for i, n in enumerate(names)]
+    ops = getattr(torch.ops, unit.library)
+    module = types.ModuleType(module_name, f"host code compiled by jitload's C++ interpreter ({unit.namespace})")
+    module.__file__ = None
+    for binding in unit.bindings:
+        try:
+            op = getattr(ops, binding.name)
+        except (AttributeError, RuntimeError) as err:  # its registration did not run (a symbol left unresolved)
+            raise JitError(f"the op for {binding.name} was not registered: {err}") from err
+        setattr(module, binding.name, _caller(op, binding.name, _literal(binding.doc)))
+    return Compiled(module, instances)
+
+
+def check_schemas(schemas: list[tuple[str, str]]) -> None:
+    """An op library's schemas are registered once per process: each must be the registered one, as is."""
+    import torch
+
+    from . import torch_compat
+
+    for namespace, text in schemas:
+        try:
+            schema = torch_compat.parse_schema(text if "::" in text.split("(")[0] else f"{namespace}::{text}")
+        except RuntimeError as err:
+            raise JitError(f"TORCH_LIBRARY({namespace}): m.def(\"{text}\"): {err}") from err
+        name = schema.name.split("::", 1)[1]
+        try:
+            op = getattr(getattr(getattr(torch.ops, namespace), name), schema.overload_name or "default")
+        except (AttributeError, RuntimeError):
+            raise JitError(f"{schema.name} is a new op: an op library's ops are registered once per process "
+                           "(restart Python to use it)") from None
+        if str(op._schema) != str(schema):
+            raise JitError(f"the schema of {schema.name} changed ({op._schema} -> {schema}): an op's schema is "
+                           "registered once per process (restart Python to use it)")
+
+
+def register_impls() -> int:
+    """Register the declared unit's TORCH_LIBRARY_IMPL blocks (after its kernels are bound); how many."""
+    import cppyy
+
+    return int(cppyy.gbl.jitload_rt.register_pending())
+
+
+def _literal(text: str) -> str:
+    """A C++ string literal's value, as far as Python's own escapes read it ('' where they do not)."""
+    import ast
+
+    try:
+        return ast.literal_eval(text) if text else ""
+    except (ValueError, SyntaxError):
+        return text.strip('"')
+
+
+_ARGUMENT_ERRORS = ("Expected a value of type", "expected at most", "expected at least", "missing value for argument",
+                    "takes no keyword", "but instead found type")
+
+
+def _caller(op, name: str, doc: str):
+    import torch
+
+    def call(*args):
+        try:
+            return op(*args)
+        except RuntimeError as err:
+            # Arguments that do not fit the function: a TypeError, as pybind11 raises for them.
+            if any(words in str(err) for words in _ARGUMENT_ERRORS) and name in str(err).split("\n")[0]:
+                raise TypeError(f"{name}(): incompatible arguments: {err}") from None
+            raise
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    # A pybind11 function is opaque to torch.compile (a graph break); so is this stand-in for one, rather
+    # than an op traced with fake tensors that its raw data pointers cannot take.
+    return torch.compiler.disable(call)
+
+
+def unit_instantiations(instances: list[tuple[int, str]]) -> list[str]:
+    """Explicit instantiations (at global scope) of the templated kernel instances a unit launches."""
+    return [f"template __global__ {spelled};" for _, spelled in instances if "(" in spelled]
+
+
+def _kernel_for(spelled: str, kernels: dict[str, str]) -> str | None:
+    """The mangled name, among ``kernels`` (mangled -> demangled), of the instance ``spelled`` names."""
+    found = [m for m, text in kernels.items()
+             if text == spelled or ("(" not in spelled and text.partition("(")[0] == spelled)]
+    if len(found) > 1:
+        raise JitError(f"{spelled} names {len(found)} kernels (overloads): which one a launch takes is unknown")
+    return found[0] if found else None
+
+
+def bind(images: dict[str, bytes], instances: list[tuple[int, str]], directory: str) -> None:
+    """Load the compiled device images and point each launched kernel instance at its code."""
+    import cppyy
+
+    from . import devicecode, imagecmp
+
+    rt = cppyy.gbl.jitload_rt
+    libraries: dict[str, int] = {}
+    demangled: dict[str, str] = {}
+    for source, image in images.items():
+        path = os.path.join(directory, f"{os.path.basename(source)}.{os.getpid()}.jit.fatbin")
+        with open(path, "wb") as f:
+            f.write(image)
+        library = rt.load_library(path)
+        if library < 0:
+            raise JitError(f"cudaLibraryLoadFromFile failed for the device code of {os.path.basename(source)} "
+                           f"(error {-library})")
+        kernels, _ = imagecmp.image_symbols(image)
+        for name in kernels:
+            if name not in libraries:
+                libraries[name] = library
+                demangled[name] = devicecode.demangle(name) or name
+    for tag, spelled in instances:
+        mangled = _kernel_for(spelled, demangled)
+        if mangled is None:
+            raise JitError(f"the device code lacks {spelled}")
+        err = rt.bind(tag, libraries[mangled], mangled)
+        if err:
+            raise JitError(f"cudaLibraryGetKernel({mangled}) failed (error {err})")
+
+
+@dataclass(frozen=True)
+class Flags:
+    include_dirs: list[str]  # -I and -isystem folders, in the compile line's order
+    defines: dict[str, str]  # the user's and torch's -D macros (the ABI's and CUDA's own are left out)
+
+
+def build_flags(build_directory: str, cuda: bool) -> Flags:
+    """The include folders and macros of the full build's own compile lines (its ninja file)."""
+    import shlex
+
+    from . import swap
+
+    values = swap.ninja_variables(build_directory)
+    words = shlex.split(values.get("cflags", "")) + (shlex.split(values.get("cuda_cflags", "")) if cuda else [])
+    dirs: list[str] = []
+    defines: dict[str, str] = {}
+    for i, word in enumerate(words):
+        flag, value = _flag(word, words[i + 1] if i + 1 < len(words) else "")
+        if flag == "-D":
+            name, eq, text = value.partition("=")
+            # Macros of the ABI and of CUDA's half types act on headers parsed once per process: not per unit.
+            if not name.startswith("_") and name != "TORCH_API_INCLUDE_EXTENSION_H":
+                defines[name] = text if eq else "1"
+        elif flag and value not in dirs:
+            dirs.append(value)
+    return Flags(dirs, defines)
+
+
+def _flag(word: str, following: str) -> tuple[str, str]:
+    """('-I'|'-isystem'|'-D', its value) for a compile-line word, else ('', '')."""
+    if word in ("-I", "-isystem", "-D"):
+        return word, following
+    if word.startswith(("-I", "-D")) and len(word) > 2:
+        return word[:2], word[2:]
+    return "", ""
