@@ -415,8 +415,76 @@ OP_SOURCE = textwrap.dedent("""\
     TORCH_LIBRARY_IMPL(jl_oplib_test, CPU, m) {
         m.impl("muladd", &muladd_cpu);
     }
+
+    at::Tensor muladd_meta(const at::Tensor& a, const at::Tensor& b, double c) { return at::empty_like(a); }
+
+    TORCH_LIBRARY_IMPL(jl_oplib_test, Meta, m) {
+        m.impl("muladd", &muladd_meta);
+    }
     }  // namespace jl_oplib
     """)
+META_BLOCK = """TORCH_LIBRARY_IMPL(jl_oplib_test, Meta, m) {
+    m.impl("muladd", &muladd_meta);
+}
+"""
+# A second kernel whose signature does not fit the schema: its registration throws, after the CPU kernel's.
+BAD_IMPL = """
+namespace jl_oplib {
+at::Tensor muladd_bad(const at::Tensor& a) { return a; }
+TORCH_LIBRARY_IMPL(jl_oplib_test, CompositeExplicitAutograd, m) {
+    m.impl("muladd", &muladd_bad);
+}
+}  // namespace jl_oplib
+"""
+
+@pytest.mark.parametrize(("words", "foreign"), [
+    (["-DTORCH_EXTENSION_NAME=x", "-isystem", "/t/include", "-fPIC", "-std=c++20", "-O3", "-Wall"], []),
+    (["--expt-relaxed-constexpr", "-gencode=arch=compute_90,code=sm_90", "--compiler-options", "-fPIC"], []),
+    (["-fPIC", "-funsigned-char"], ["-funsigned-char"]),
+    (["-include", "cfg.h"], ["-include", "cfg.h"]),
+    (["-UNDEBUG"], ["-UNDEBUG"]),
+    (["-Xcompiler", "-fPIC,-fno-exceptions"], ["-fno-exceptions"]),
+    (["-std=c++20", "-std=c++17"], ["-std= given twice, differently"]),
+])
+def test_build_flags_that_may_change_the_host_codes_meaning_are_named(words, foreign):
+    assert hostjit._foreign(words) == foreign
+
+
+def test_a_pch_is_used_only_whole_and_this_users(tmp_path, monkeypatch):
+    pch = tmp_path / "torch-x.pch"
+    pch.write_bytes(os.urandom(3 << 20))
+    os.chmod(pch, 0o600)
+    (tmp_path / "torch-x.pch.seal").write_text(hostjit.seal(str(pch)))
+    monkeypatch.setattr(hostjit, "machine_pch", lambda: str(pch))
+    assert hostjit.usable_pch() == str(pch)
+    with open(pch, "r+b") as f:  # cut short, as by a full disk or a killed copy
+        f.truncate(2 << 20)
+    assert hostjit.usable_pch() is None
+    (tmp_path / "torch-x.pch.seal").write_text(hostjit.seal(str(pch)))
+    os.chmod(pch, 0o666)  # others may write it
+    assert hostjit.usable_pch() is None
+    os.chmod(pch, 0o600)
+    os.unlink(tmp_path / "torch-x.pch.seal")  # made by an older jitload, or never finished
+    assert hostjit.usable_pch() is None
+
+
+EXIT_WORKER = r"""
+import sys, time
+from jitload.builder import hostjit
+hostjit.warm(False)
+time.sleep(float(sys.argv[1]))
+print("last words", file=sys.stderr)
+"""
+
+
+@needs_cppyy
+@pytest.mark.parametrize("after", [0.0, 0.5, 2.0])
+def test_exiting_while_the_interpreter_starts_is_a_clean_exit(after):
+    done = subprocess.run([sys.executable, "-c", EXIT_WORKER, str(after)], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "JITLOAD_HOST_JIT": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "last words" in done.stderr
+
 
 OP_WORKER = r"""
 import sys, torch, jitload
@@ -453,6 +521,17 @@ def test_an_op_librarys_host_edit_overrides_its_kernel_and_the_next_process_load
     status, _, values = done.stdout.strip().partition(" ")
     assert status == "loaded", done.stdout + done.stderr[-3000:]
     assert values == str(jit.tolist())
+    # An edit that drops a registration would leave it registered here (the full build has none): refused.
+    assert META_BLOCK in OP_SOURCE
+    src.write_text(OP_SOURCE.replace("OFFSET", "3").replace(META_BLOCK, ""))
+    with pytest.raises(BuildError, match="restart Python") as dropped:
+        ext.reload()
+    assert "drops jl_oplib_test::muladd for Meta" in str(dropped.value), str(dropped.value)
+    # An edit whose registrations fail part way registers none of them: the last good kernels run on.
+    src.write_text(OP_SOURCE.replace("OFFSET", "5") + BAD_IMPL)
+    with pytest.raises(BuildError):
+        ext.reload()
+    torch.testing.assert_close(op(a, b, 0.25), jit)
     # A schema change cannot be registered again in this process: the full build, for the next one.
     src.write_text(OP_SOURCE.replace("OFFSET", "3").replace("float c) -> Tensor", "float c, float d) -> Tensor"))
     with pytest.raises(BuildError, match="restart Python") as refused:

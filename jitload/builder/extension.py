@@ -178,6 +178,7 @@ class Extension:
         self._verify_error: BuildError | None = None
         self._unverified = False  # kernels swapped (or compiled alone) that no full build has verified yet
         self._jit: str | None = None  # the interpreter's namespace whose host code runs, until a full build
+        self._registered: set[str] | None = None  # an op library's registrations in this process
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -377,13 +378,8 @@ class Extension:
 
         namespace = hostjit.new_namespace(spec.name)
         try:
-            flags = hostjit.build_flags(spec.build_directory, cuda)
-            user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
-            unit = hostunit.build(list(spec.sources), namespace, read=read, include_dirs=user_dirs,
-                                  defines=flags.defines)
-            if spec.python_module != bool(unit.bindings):
-                raise hostunit.Unsupported("a Python module's bindings are PYBIND11_MODULE's, an op library's "
-                                           "TORCH_LIBRARY's (is_python_module says which)")
+            unit, flags = self._host_unit(namespace, read, cuda)
+            self._check_unit(unit, flags)
             hostjit.start(flags.include_dirs, cuda)
             hostjit.check_schemas(unit.schemas)
             compiled = hostjit.compile_unit(unit, namespace)
@@ -394,6 +390,8 @@ class Extension:
         except Exception as err:  # cppyy raises its own kinds (a static initialiser's C++ exception among them)
             return f"host JIT: the interpreter failed: {type(err).__name__}: {str(err).strip()[:300]}"
         self._cancel_bet()  # the full build of an older edit: this one's replaces it
+        if self._registered is not None:
+            self._registered |= unit.registered
         state = self._state
         state.files.update(before)
         state.files.update(fingerprint.take([f for f in unit.files if f not in state.files]))
@@ -407,6 +405,53 @@ class Extension:
         self._start_bet(False, before, jit=True)
         return None
 
+    def _host_unit(self, namespace: str, read: Callable[[str], str], cuda: bool
+                   ) -> tuple[hostunit.Unit, hostjit.Flags]:
+        """The sources as the interpreter's unit, with the full build's flags (its ninja file)."""
+        flags = hostjit.build_flags(self._spec.build_directory, cuda)
+        user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
+        unit = hostunit.build(list(self._spec.sources), namespace, read=read, include_dirs=user_dirs,
+                              defines=flags.defines)
+        return unit, flags
+
+    def _check_unit(self, unit: hostunit.Unit, flags: hostjit.Flags) -> None:
+        """Refuse (Unsupported) a unit whose code would mean something else in the interpreter than in the
+        full build, or whose registrations cannot be made again in this process."""
+        if flags.foreign:
+            raise hostunit.Unsupported(f"the build's flag {flags.foreign[0]} may change what the host code means, "
+                                       "and the interpreter does not take it")
+        if self._spec.python_module != bool(unit.bindings):
+            raise hostunit.Unsupported("a Python module's bindings are PYBIND11_MODULE's, an op library's "
+                                       "TORCH_LIBRARY's (is_python_module says which)")
+        if not self._spec.python_module:
+            self._check_registrations(unit)
+
+    def _check_registrations(self, unit: hostunit.Unit) -> None:
+        """An op library's edit may add registrations, not drop any: what this process registered (the library,
+        earlier edits) stays registered until it ends, where the full build would have none."""
+        if self._registered is None:
+            raise hostunit.Unsupported("what the loaded op library registers could not be read from its sources")
+        dropped = sorted(self._registered - unit.registered)
+        if dropped:
+            shown = ", ".join(d.replace(" ", " for ") for d in dropped[:3])
+            raise hostunit.Unsupported(f"the edit drops {shown}, which stays registered in this process (restart "
+                                       "Python to be without it)")
+
+    def _library_registrations(self) -> set[str] | None:
+        """What the op library just loaded registers, read from its sources (None where they cannot be)."""
+        cuda = any(src.endswith(_CUDA_SUFFIXES) for src in self._spec.sources)
+
+        def read(path: str) -> str:
+            text = fullbuild.read_text(path)
+            if text is None:
+                raise hostunit.Unsupported(f"{_label(path)} cannot be read")
+            return text
+
+        try:
+            return self._host_unit("jl_registrations", read, cuda)[0].registered
+        except (hostunit.Unsupported, devicecode.Unsure, OSError):
+            return None
+
     def _try_cold_jit(self, key: str, start: float) -> str | None:
         """A first load whose build is not on disk: the host JIT's result in seconds, the full build behind it.
         Only where torch's headers are precompiled for the interpreter (else its start is as slow as a build).
@@ -418,7 +463,7 @@ class Extension:
             return ""
         if manifest.read(spec.build_directory).up_to_date(key):
             return ""  # loading the build on disk takes milliseconds (asked first: the PCH's path is not free)
-        if "cppyy" not in sys.modules and not os.path.exists(hostjit.machine_pch()):
+        if "cppyy" not in sys.modules and hostjit.usable_pch() is None:
             return ""
         trust.private_dir(spec.build_directory)
         try:
@@ -640,6 +685,8 @@ class Extension:
             self._module = _load_op_library(module_name, library)
             self.modules_loaded += 1
             self._loaded_objects = dict(state.objects)
+            if hostjit.setting() not in hostjit.OFF:
+                self._registered = self._library_registrations()  # what a host edit may not drop
         self._state = state
         self._verify_error, self._unverified = None, False
         info.module_name, info.seconds = module_name, time.perf_counter() - start

@@ -21,10 +21,12 @@ the interpreter starts at the first host edit, which then takes about 20 s more 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import glob
 import importlib.util
+import inspect
 import itertools
 import os
 import re
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
 from .. import settings
-from . import hostunit
+from . import hostunit, swapplan
 
 ENV = "JITLOAD_HOST_JIT"
 OFF = frozenset({"0", "off", "no", "false"})
@@ -121,13 +123,30 @@ inline void drop_pending() { pending().clear(); }
 inline int register_pending() {
   std::vector<Impl> impls;
   impls.swap(pending());
-  for (const Impl& i : impls) {
-    // Never deleted: deleting it would take the registration back, and the dispatcher may be gone at exit.
-    auto* library = new torch::Library(torch::Library::IMPL, i.ns, std::make_optional(i.key), i.file, i.line);
-    i.init(*library);
+  std::vector<torch::Library*> made;
+  try {
+    for (const Impl& i : impls) {
+      made.push_back(new torch::Library(torch::Library::IMPL, i.ns, std::make_optional(i.key), i.file, i.line));
+      i.init(*made.back());
+    }
+  } catch (...) {
+    // All or nothing: deleting a Library takes its registrations back, so the kernels before it run again.
+    for (auto it = made.rbegin(); it != made.rend(); ++it) delete *it;
+    throw;
   }
+  // Kept for good: deleting one would take its registrations back, and the dispatcher may be gone at exit.
   return (int)impls.size();
 }
+
+// An autograd Function, instantiated here: a unit that failed to compile while instantiating its templates
+// first can leave them half made in the interpreter, for every unit after it.
+struct WarmFunction : public torch::autograd::Function<WarmFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x) { return x.clone(); }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*, torch::autograd::tensor_list g) {
+    return g;
+  }
+};
+inline at::Tensor warm_function(const at::Tensor& x) { return WarmFunction::apply(x); }
 
 // Compiled once here, so that the first unit does not pay for torch's op-registration templates (seconds).
 inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
@@ -137,7 +156,10 @@ inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
   return c ? x * a + b : y;
 }
 }  // namespace jitload_rt
-TORCH_LIBRARY(jitload_rt_warm, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm>::call); }
+TORCH_LIBRARY(jitload_rt_warm, m) {
+  m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm>::call);
+  m.def("warm_function", &::jitload_rt::Adapt<&::jitload_rt::warm_function>::call);
+}
 """
 
 _CUDA_PRELUDE = r"""
@@ -215,6 +237,7 @@ class _Session:
     cuda: bool = False
     ready: bool = False
     paths: set[str] = field(default_factory=set)
+    failed: int = 0  # units the interpreter refused (each may leave template instantiations half made)
 
 
 _session = _Session()
@@ -249,6 +272,13 @@ def _declare(code: str) -> None:
               if re.search(r"\berror\b|Failed to materialize|[Uu]nresolved|undefined symbol", ln)]
     if not ok or errors:
         first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
+        _session.failed += 1
+        where = first.split(":", 1)[0]
+        if _session.failed > 1 and os.path.isabs(where) and not swapplan.is_user_file(where):
+            # cling does not always undo what a failed unit instantiated: an error in torch's or the
+            # standard library's headers after an earlier failure is most likely that, not the new code.
+            first += (" (in the interpreter's state after an earlier unit failed to compile: restart Python "
+                      "to have host edits in seconds again)")
         raise JitError(first)
     if text:
         # Warnings, and whatever another thread wrote meanwhile (a build's progress): not lost, only late.
@@ -280,8 +310,8 @@ def start(include_dirs: list[str], cuda: bool) -> None:
     """Parse torch's headers (once per process; with ``cuda``, CUDA's and torch's CUDA headers too)."""
     with _lock:
         if "cppyy" not in sys.modules:
-            pch = machine_pch()
-            if os.path.exists(pch) and _trusted(pch):
+            pch = usable_pch()
+            if pch is not None:
                 # torch's headers, parsed once for this machine: the interpreter starts with them (2 s, not 20).
                 os.environ["CLING_STANDARD_PCH"] = pch
                 os.environ["EXTRA_CLING_ARGS"] = CLING_ARGS
@@ -338,6 +368,9 @@ done = subprocess.run(cmd, cwd=backend, env=env, capture_output=True, text=True)
 pch = os.path.join(work, "allDict_rdict.pch")
 if done.returncode == 0 and os.path.exists(pch):
     os.chmod(pch, 0o600)
+    with open(out + ".seal.tmp", "w") as f:
+        f.write(seal(pch))
+    os.replace(out + ".seal.tmp", out + ".seal")
     os.replace(pch, out)
 else:
     with open(out + ".log", "w") as f:
@@ -346,6 +379,31 @@ for name in os.listdir(work):
     os.unlink(os.path.join(work, name))
 os.rmdir(work)
 """
+
+
+def seal(path: str) -> str:
+    """A PCH's size and the digests of its first and last MiB: one cut short or overwritten is not loaded (cling
+    crashes the process on a malformed PCH), and checking costs milliseconds. Its builder process runs this
+    function's source too."""
+    import hashlib
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = hashlib.sha256(f.read(1 << 20)).hexdigest()
+        f.seek(max(0, size - (1 << 20)))
+        tail = hashlib.sha256(f.read()).hexdigest()
+    return f"{size} {head} {tail}"
+
+
+def usable_pch() -> str | None:
+    """:func:`machine_pch` where it is there, this user's, and whole (as its builder sealed it); else None."""
+    path = machine_pch()
+    try:
+        with open(path + ".seal") as f:
+            sealed = f.read()
+        return path if _trusted(path) and seal(path) == sealed else None
+    except OSError:
+        return None
 
 
 def _pch_inputs(cuda: bool) -> tuple[list[str], list[str]]:
@@ -364,7 +422,11 @@ def pch_path(cuda: bool) -> str:
     spec = importlib.util.find_spec("cppyy_backend")
     backend = next(iter(spec.submodule_search_locations or []), "") if spec else ""
     headers, dirs = _pch_inputs(cuda)
-    key = hashlib.sha256("\0".join([backend, CLING_ARGS, *headers, *dirs]).encode()).hexdigest()[:16]
+    try:
+        cling = version("cppyy-cling")  # a PCH is cling's own format: an upgraded cling needs a new one
+    except PackageNotFoundError:
+        cling = "?"
+    key = hashlib.sha256("\0".join([backend, cling, CLING_ARGS, *headers, *dirs]).encode()).hexdigest()[:16]
     return os.path.join(toolchain.cache_root(), PCH_DIR, f"torch{'-cuda' * cuda}-{key}.pch")
 
 
@@ -396,8 +458,8 @@ def build_pch() -> subprocess.Popen | None:
     cuda = swap.gpu_available()
     out = pch_path(cuda)
     marker = out + ".building"
-    if os.path.exists(out):
-        return None
+    if usable_pch() == out:
+        return None  # one that is missing, cut short or not this user's is made again
     trust.private_dir(os.path.dirname(out))
     try:
         if time.time() - os.stat(marker).st_mtime < 600:
@@ -409,7 +471,7 @@ def build_pch() -> subprocess.Popen | None:
     spec = importlib.util.find_spec("cppyy_backend")
     backend = next(iter(spec.submodule_search_locations or []))
     headers, dirs = _pch_inputs(cuda)
-    script = _PCH_SCRIPT + f"\nos.unlink({marker!r})\n"
+    script = "import os\n" + inspect.getsource(seal) + _PCH_SCRIPT + f"\nos.unlink({marker!r})\n"
     return subprocess.Popen([sys.executable, "-c", script, backend, out, _PCH_FLAGS, ";".join(headers), *dirs],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -424,7 +486,7 @@ def describe() -> str:
     except PackageNotFoundError:
         cppyy_version = "?"
     when = "during the first build" if setting() == "warm" else "at the first host edit"
-    if os.path.exists(machine_pch()):
+    if usable_pch() is not None:
         how = f"from the PCH {machine_pch()}"
     else:
         how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
@@ -440,16 +502,31 @@ def warm(cuda: bool, delay: float = 0.0) -> None:
         return
 
     def run() -> None:
-        time.sleep(delay)
+        if _exiting.wait(delay):
+            return
         with contextlib.suppress(Exception):  # cppyy's import, too, happens here: it takes half a second
             if not unavailable():
                 start(toolchain_include_dirs(cuda), cuda)
 
+    if not _exit_hook:
+        atexit.register(_finish_warming)
+        _exit_hook.append(True)
     _warming = threading.Thread(target=run, name="jitload-host-jit-warm", daemon=True)
     _warming.start()
 
 
+def _finish_warming() -> None:
+    """At exit: a start still waiting is dropped; one under way is waited for. Python tearing down while cling
+    works in a daemon thread crashes the process, and file descriptor 2 is the interpreter's capture file
+    until its declaration ends (the process's last words would go there)."""
+    _exiting.set()
+    if _warming is not None and _warming.is_alive():
+        _warming.join()
+
+
 _warming: threading.Thread | None = None
+_exiting = threading.Event()
+_exit_hook: list[bool] = []
 
 
 def toolchain_include_dirs(cuda: bool) -> list[str]:
@@ -618,6 +695,19 @@ def bind(images: dict[str, bytes], instances: list[tuple[int, str]], directory: 
 class Flags:
     include_dirs: list[str]  # -I and -isystem folders, in the compile line's order
     defines: dict[str, str]  # the user's and torch's -D macros (the ABI's and CUDA's own are left out)
+    foreign: list[str] = field(default_factory=list)  # flags that may change what the host code means
+
+
+# Flags that leave the host code's meaning as the interpreter has it: warnings, optimisation and debug levels,
+# code generation, torch's own nvcc options (device code is nvcc's, with the build's own line). Any other
+# (-U, -include, -funsigned-char, -fno-exceptions, a second -std, ...) makes the host JIT refuse the build.
+_NEUTRAL = re.compile(r"-W.*|-w|-O\w*|-g\w*|-f(PIC|pic|PIE|pie|diagnostics-color(=\w+)?|visibility.*|"
+                      r"no-omit-frame-pointer|omit-frame-pointer)|-pipe|-pthread|-m64|-std=(gnu|c)\+\+(17|20)|"
+                      r"--expt-relaxed-constexpr|--expt-extended-lambda|--extended-lambda|-lineinfo|--use_fast_math|"
+                      r"-gencode=.*|-arch=.*|--generate-code=.*|-maxrregcount=\d+|--threads=?\d*|-Xptxas=.*|"
+                      r"--ptxas-options=.*|-ccbin=.*|--resource-usage|-res-usage")
+_NEUTRAL_WITH_VALUE = {"-gencode", "-arch", "--generate-code", "-maxrregcount", "--threads", "-Xptxas",
+                       "--ptxas-options", "-ccbin", "-t"}
 
 
 def build_flags(build_directory: str, cuda: bool) -> Flags:
@@ -627,7 +717,8 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
     from . import swap
 
     values = swap.ninja_variables(build_directory)
-    words = shlex.split(values.get("cflags", "")) + (shlex.split(values.get("cuda_cflags", "")) if cuda else [])
+    names = ["cflags", "post_cflags", *(["cuda_cflags", "cuda_post_cflags"] if cuda else [])]
+    words = [w for name in names for w in shlex.split(values.get(name, ""))]
     dirs: list[str] = []
     defines: dict[str, str] = {}
     for i, word in enumerate(words):
@@ -639,7 +730,28 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
                 defines[name] = text if eq else "1"
         elif flag and value not in dirs:
             dirs.append(value)
-    return Flags(dirs, defines)
+    return Flags(dirs, defines, _foreign(words))
+
+
+def _foreign(words: list[str]) -> list[str]:
+    """The compile lines' flags that are not include folders, macros or :data:`_NEUTRAL` (a flag the host
+    compiler gets through nvcc's ``--compiler-options``/``-Xcompiler`` is read as the host compiler's)."""
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word in ("--compiler-options", "-Xcompiler") and i + 1 < len(words):
+            out += [w for w in words[i + 1].split(",") if not _NEUTRAL.fullmatch(w)]
+            skip = True
+        elif word in ("-I", "-isystem", "-D") or word in _NEUTRAL_WITH_VALUE:
+            skip = True
+        elif not (word.startswith(("-I", "-D")) or _NEUTRAL.fullmatch(word)):
+            out.append(word)
+    if len({w for w in words if w.startswith("-std=")}) > 1:
+        out.append("-std= given twice, differently")
+    return out
 
 
 def _flag(word: str, following: str) -> tuple[str, str]:

@@ -65,6 +65,7 @@ class Unit:
     schemas: list[tuple[str, str]] = field(default_factory=list)  # an op library's (namespace, schema) defs
     impls: int = 0  # an op library's TORCH_LIBRARY_IMPL blocks, registered by ::jitload_rt::register_pending()
     files: list[str] = field(default_factory=list)  # every user file read (sources, then headers)
+    registered: set[str] = field(default_factory=set)  # an op library's "ns::op" defs and "ns::op KEY" kernels
 
 
 def _label(path: str) -> str:
@@ -242,6 +243,7 @@ class _Reader:
     bindings: list[Binding] = field(default_factory=list)
     schemas: list[tuple[str, str]] = field(default_factory=list)
     impls: int = 0
+    registered: set[str] = field(default_factory=set)
     files: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
     has_kernels: bool = False
@@ -339,13 +341,18 @@ class _Reader:
             self.bindings += _bindings(text, item, where)
             return None
         if item.name == "TORCH_LIBRARY":
-            self.schemas += _schemas(text, item, where)
+            schemas = _schemas(text, item, where)
+            self.schemas += schemas
+            self.registered |= {f"{ns}::{schema.split('(')[0].strip()}" for ns, schema in schemas}
             return None
         if item.name != "TORCH_LIBRARY_IMPL":
             raise Unsupported(f"{where}: {item.name} (its definitions would be registered again, and a "
                               "namespace's are registered once per process)")
         snippet = _deferred_impl(path, text, item, self.impls)
         self.impls += 1
+        head = _IMPL_HEAD.match(text[item.start:item.body].strip())
+        self.registered |= {f"{head.group(1)}::{op} {head.group(2)}"
+                            for op in re.findall(r'\.\s*impl\s*\(\s*"([^"]+)"', text[item.body:item.end])}
         return snippet
 
     def _include(self, path: str, snippet: str, line: int) -> bool:
@@ -446,4 +453,4 @@ def build(sources: list[str], namespace: str, *, read: Callable[[str], str], inc
     lines += [f'#pragma pop_macro("{n}")' for n in touched]
     lines.append("#include <assert.h>")
     return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.schemas,
-                reader.impls, reader.files)
+                reader.impls, reader.files, reader.registered)
