@@ -7,10 +7,12 @@ PackedTensorAccessor32, load_inline with a torch wrapper, a TORCH_LIBRARY op lib
 re-save and host edit, with the new value checked on the GPU after each; a CUDA graph captured before a swap.
 """
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -501,6 +503,52 @@ def test_device_header_and_accessor_edits_are_swapped(tmp_path):
     torch.testing.assert_close(acc.row_sum(x.double()), -x.double().sum(1))
 
 
+KERNEL_FOLDER_EDIT = r"""
+import json, os, sys, time
+import torch
+import jitload.kernels
+from jitload.builder import swap
+
+root = sys.argv[1]
+ext = jitload.kernels.get(os.path.join(root, "add")).build(with_cuda=True)
+path = os.path.join(root, "add", "add_kernel.cu")
+with open(path) as f:
+    text = f.read()
+with open(path, "w") as f:
+    f.write(text.replace("return v[0] + v[1];", "return v[0] + v[1] + v[1];"))
+start = time.perf_counter()
+ext.reload()
+seconds = time.perf_counter() - start
+out = {"status": ext.info.status, "info": str(ext.info), "kernels": ext.info.kernels, "seconds": seconds}
+if swap.gpu_available():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        a, b = (torch.randn(100_003, device="cuda", dtype=dtype) for _ in range(2))
+        torch.testing.assert_close(ext.module.add(a, b), a + b + b)
+ext.wait(timeout=900)
+out["verification"] = ext.info.verification
+print(json.dumps(out))
+"""
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_a_kernel_folders_edit_is_swapped(tmp_path):
+    """kernels/add includes its own headers before CUDA's (add.h, then jk_elementwise.cuh, which includes
+    cuda_fp16.h and libstdc++): the host view takes the toolchain's lines whole and parses the user's. Run in a
+    process of its own: the kernel registers torch.ops.jitload.add, which another test may have loaded."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name in ("add", "common"):
+        shutil.copytree(os.path.join(repo, "kernels", name), tmp_path / name)
+    done = subprocess.run([sys.executable, "-c", KERNEL_FOLDER_EDIT, str(tmp_path)], capture_output=True,
+                          text=True, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"kernels/add kernel edit: {result['info']} ({result['seconds']:.2f} s)")
+    assert result["status"] == ("swapped" if torch.cuda.is_available() else "compiled"), result
+    assert result["kernels"] >= 4, result  # one launch_map instance per dtype
+    assert result["verification"].startswith("verified"), result
+
+
 INLINE_CUDA = _read("inline_scale.cu")
 
 
@@ -645,3 +693,33 @@ def test_literals_keep_their_spacing_in_the_host_view():
     assert ppview.view_of(text.replace("(a\n  b)", "(a\n b)")) != ppview.view_of(text)  # a raw string's value
     assert ppview.view_of(text.replace("http://x", "http://y")) != ppview.view_of(text)  # no comment in a string
     assert ppview.view_of(text.replace("{  return", "{\n    return")) == ppview.view_of(text)  # spacing of code
+
+
+TOOLCHAIN_PRE = ('# 1 "/src/k.cu"\n'
+                 '# 1 "/src/k.h" 1\n'
+                 'void host_side(float* x);\n'
+                 '# 1 "/usr/include/c++/12/new" 1 3\n'
+                 'namespace std { inline namespace __cxx11 __attribute__((__abi_tag__ ("cxx11"))) { }\n'
+                 '  extern "C++" { void operator delete[](void*) noexcept; }\n'
+                 '  __attribute__((host)) __attribute__((device)) float clampf(float v); }\n'
+                 '# 2 "/src/k.h" 2\n'
+                 '# 2 "/src/k.cu" 2\n'
+                 '__attribute__((device)) float twice(float v) { return 2.0f * v; }\n'
+                 '__attribute__((device)) float clampf(float v) { return v; }\n'
+                 '__attribute__((global)) void k(float* x) { x[0] = twice(x[0]); }\n')
+
+
+def test_toolchain_headers_count_whole_and_the_users_code_is_parsed():
+    from jitload.builder import ppview
+    roots = ("/usr/include/",)
+    with pytest.raises(devicecode.Unsure):
+        ppview.view_of(TOOLCHAIN_PRE)  # read as the user's, libstdc++'s text is beyond the parser
+    view = ppview.view_of(TOOLCHAIN_PRE, roots)
+    user, toolchain = ppview.split_toolchain(TOOLCHAIN_PRE, roots)
+    assert "abi_tag" in toolchain and "abi_tag" not in user and user.count("\n") == TOOLCHAIN_PRE.count("\n")
+    assert ppview.view_of(TOOLCHAIN_PRE.replace("2.0f * v", "3.0f * v"), roots) == view  # device-only body
+    assert ppview.view_of(TOOLCHAIN_PRE.replace("x[0] = twice", "x[0] = 1 + twice"), roots) == view  # kernel body
+    assert ppview.view_of(TOOLCHAIN_PRE.replace("float* x);", "double* x);"), roots) != view  # the user's header
+    assert ppview.view_of(TOOLCHAIN_PRE.replace("{ }\n", "{ int added; }\n"), roots) != view  # macros changed it
+    # A name the toolchain may declare for the host too: nvcc merges the declarations, so its body is host code.
+    assert ppview.view_of(TOOLCHAIN_PRE.replace("{ return v; }", "{ return -v; }"), roots) != view

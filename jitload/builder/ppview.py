@@ -15,8 +15,9 @@ own compile line), in two steps:
    ``__global__``/``__device__``/``__host__``, however it was spelled, is an ``__attribute__((global))``,
    ``((device))`` or ``((host))``. The view is that output, token by token, except that a function that is
    device code alone (``device`` and no ``host``, on every declaration of its name) contributes nothing and
-   a kernel contributes its signature (its host stub). Two texts with the same view compile to the same
-   host program.
+   a kernel contributes its signature (its host stub). Lines that come from the toolchain's headers
+   (libstdc++, CUDA's, torch's: a file may include its own header first, and theirs after it) count whole,
+   unparsed. Two texts with the same view compile to the same host program.
 
 ``__LINE__`` is pinned to 0 for the view that decides, so that a kernel edit that adds a line does not
 count as a host edit; a second view with real line numbers says whether the host code's line numbers
@@ -47,6 +48,7 @@ from . import build, devicecode, trust
 PP_DIR = os.path.join("swap", "pp")
 _SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
 _LINE_MARKER_LINE = re.compile(r"^#\s*\d+\s+\".*(?:\n|$)", re.M)
+_LINE_MARKER_FILE = re.compile(r'^#\s*\d+\s+"((?:[^"\\]|\\.)*)".*$', re.M)
 _USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
 _TOOLCHAIN_INCLUDE = re.compile(r'^\s*#\s*include\s*<|^\s*#\s*include\s*"(torch|ATen|c10|pybind11|caffe2)/')
 _DIRECTIVE_OR_BLANK = re.compile(r"^\s*(#.*)?$")
@@ -278,7 +280,8 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
             first = next((ln for ln in run.stderr.splitlines() if "error" in ln), run.stderr.strip()[:300])
             return Unknown(f"the preprocessor stopped: {first}")
     try:
-        decides, exact = view_of(pinned_run.stdout), view_of(exact_run.stdout)
+        roots = build.toolchain_roots()
+        decides, exact = view_of(pinned_run.stdout, roots), view_of(exact_run.stdout, roots)
     except devicecode.Unsure as err:
         return Unknown(f"its preprocessed text is outside what a kernel swap reads: {err}")
     files = sorted({m for m in re.findall(r'^#\s*\d+\s+"([^"]+)"', exact_run.stdout, re.M)
@@ -382,8 +385,47 @@ def _stub_signature(head: str) -> str:
     return head[:open_ + 1] + ", ".join(kept) + head[close:]
 
 
-def view_of(pre: str) -> str:
-    """The digest of preprocessed host-mode text with device-only code left out (see the module docstring)."""
+def split_toolchain(pre: str, roots: Iterable[str]) -> tuple[str, str]:
+    """``pre`` (preprocessed, with line markers) as the user's part, where the lines that came from files under
+    ``roots`` are blank, and those lines themselves.
+
+    The toolchain's headers (libstdc++, CUDA's, torch's) are taken whole, not parsed: their text changes only
+    with the macros and includes before them, and a file whose own includes come first (a user header, then
+    ``<cuda_fp16.h>``) would otherwise put half of libstdc++ in front of the parser."""
+    roots = tuple(roots)
+    seen: dict[str, bool] = {}  # thousands of markers name a few hundred files
+    user, toolchain, pos, in_toolchain = [], [], 0, False
+    for marker in [*_LINE_MARKER_FILE.finditer(pre), None]:
+        end = marker.start() if marker else len(pre)
+        chunk = pre[pos:end]
+        if in_toolchain:
+            toolchain.append(chunk)
+            user.append("\n" * chunk.count("\n"))
+        else:
+            user.append(chunk)
+        if marker:
+            path = marker.group(1)
+            if path not in seen:
+                seen[path] = bool(roots) and os.path.isabs(path) and os.path.realpath(path).startswith(roots)
+            in_toolchain = seen[path]
+            pos = marker.start()
+    return "".join(user), _LINE_MARKER_LINE.sub("", "".join(toolchain))
+
+
+def _named_in(toolchain: str, name: str) -> bool:
+    """Whether the toolchain's text may declare a function ``name`` (the last part of a qualified name), read
+    as loosely as a search can: a declaration there merges its execution spaces with the user's definition."""
+    short = name.rsplit("::", 1)[-1]
+    if not re.fullmatch(r"[A-Za-z_]\w*", short):
+        return False  # an operator of the user's own type: no toolchain header can declare it
+    return short in toolchain and re.search(rf"\b{short}\s*\(", toolchain) is not None
+
+
+def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
+    """The digest of preprocessed host-mode text with device-only code left out (see the module docstring).
+
+    Lines from files under ``toolchain_roots`` count as they are, unparsed (:func:`split_toolchain`)."""
+    pre, toolchain = split_toolchain(pre, toolchain_roots)
     pre = _LINE_MARKER_LINE.sub("", pre)  # where each line came from: its place, not its meaning
     items = devicecode.parse(pre)
     masked = devicecode._mask(pre)
@@ -404,7 +446,8 @@ def view_of(pre: str) -> str:
         spaces = _spaces(head)
         # A constexpr/consteval device function can be called by host code (--expt-relaxed-constexpr).
         device_only = ("device" in spaces and "host" not in spaces and not re.search(r"\bconst(expr|eval)\b", head)
-                       and devicecode.qualified_name(item) not in host_names)
+                       and devicecode.qualified_name(item) not in host_names
+                       and not _named_in(toolchain, devicecode.qualified_name(item)))
         if item.kind == "type":
             parts.append(_blank_member_bodies(snippet))
         elif "global" in spaces and item.body >= 0:
@@ -417,7 +460,9 @@ def view_of(pre: str) -> str:
             parts.append(" ".join([stub, *_pragmas(pre[item.body:item.end])]) if item.body >= 0 else "")
         else:
             parts.append(snippet)
-    return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(toolchain.encode(), digest_size=16)
+    digest.update("\0".join(_squeeze(p) for p in parts if p).encode())
+    return digest.hexdigest()
 
 
 def _squeeze(code: str) -> str:
