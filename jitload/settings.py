@@ -81,15 +81,23 @@ def max_jobs() -> int | None:
 
 
 class _Stderr(logging.StreamHandler):
-    """Plain lines on ``sys.stderr`` as it is at each message (a notebook or a test may have replaced it)."""
+    """Plain lines on ``sys.stderr`` as it is at each message (a notebook or a test may have replaced it). In a
+    Jupyter kernel, progress (below WARNING) goes to ``sys.stdout``: Jupyter paints stderr red, as if it failed."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setFormatter(logging.Formatter("%(message)s"))
+        self._progress_to_stdout = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Handler.handle holds the handler's lock around emit: the choice and the write are one step.
+        self._progress_to_stdout = (record.levelno < logging.WARNING
+                                    and type(sys.stdout).__module__.startswith("ipykernel"))
+        super().emit(record)
 
     @property
     def stream(self):  # type: ignore[override]
-        return sys.stderr
+        return sys.stdout if self._progress_to_stdout else sys.stderr
 
     @stream.setter
     def stream(self, _value) -> None:

@@ -80,3 +80,17 @@ def test_the_logger_writes_plain_lines_to_the_current_stderr_once(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     log.info("jitload: building x [1/2] x.o")
     assert sys.stderr.getvalue() == "jitload: building x [1/2] x.o\n"
+
+
+def test_in_a_jupyter_kernel_progress_goes_to_stdout_and_warnings_to_stderr(monkeypatch):
+    class OutStream(io.StringIO):  # ipykernel.iostream.OutStream, as far as the handler looks
+        pass
+
+    OutStream.__module__ = "ipykernel.iostream"
+    log = settings.logger()
+    monkeypatch.setattr(sys, "stdout", OutStream())
+    monkeypatch.setattr(sys, "stderr", OutStream())
+    log.info("jitload: building x [1/2] x.o")
+    log.warning("jitload: the build failed")
+    assert sys.stdout.getvalue() == "jitload: building x [1/2] x.o\n"
+    assert sys.stderr.getvalue() == "jitload: the build failed\n"

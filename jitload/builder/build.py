@@ -226,7 +226,10 @@ def _progress(name: str, line: str) -> None:
     # ninja prints "[k/n] command" as each command starts: enough for a one-line progress note per step.
     match = _STATUS.match(line)
     if match:
-        log.info("jitload: building %s [%s/%s] %s", name, match[1], match[2], os.path.basename(match[3]))
+        target = os.path.basename(match[3])
+        if target.startswith(LINK_PREFIX):
+            target = "linking"  # the link's temporary name (LINK_PREFIX) means nothing to the reader
+        log.info("jitload: building %s [%s/%s] %s", name, match[1], match[2], target)
 
 
 @contextlib.contextmanager
