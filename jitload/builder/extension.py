@@ -369,16 +369,9 @@ class Extension:
             why = f"host code changed in {', '.join(_label(p) for p in changed)}"  # no kernels to swap anyway
         before = fingerprint.take(changed)
         texts: dict[str, str] = {}
-
-        def read(path: str) -> str:
-            text = texts[path] = fullbuild.read_text(path)
-            if text is None:
-                raise hostunit.Unsupported(f"{_label(path)} cannot be read")
-            return text
-
         namespace = hostjit.new_namespace(spec.name)
         try:
-            unit, flags = self._host_unit(namespace, read, cuda)
+            unit, flags = self._host_unit(namespace, _reader(texts), cuda)
             self._check_unit(unit, flags)
             hostjit.start(flags.include_dirs, cuda)
             hostjit.check_schemas(unit.schemas)
@@ -440,15 +433,8 @@ class Extension:
     def _library_registrations(self) -> set[str] | None:
         """What the op library just loaded registers, read from its sources (None where they cannot be)."""
         cuda = any(src.endswith(_CUDA_SUFFIXES) for src in self._spec.sources)
-
-        def read(path: str) -> str:
-            text = fullbuild.read_text(path)
-            if text is None:
-                raise hostunit.Unsupported(f"{_label(path)} cannot be read")
-            return text
-
         try:
-            return self._host_unit("jl_registrations", read, cuda)[0].registered
+            return self._host_unit("jl_registrations", _reader({}), cuda)[0].registered
         except (hostunit.Unsupported, devicecode.Unsure, OSError):
             return None
 
@@ -784,6 +770,17 @@ def _spec(name: str, sources: str | Sequence[str], *, extra_cflags: Sequence[str
                      tuple(_as_list(extra_ldflags)),
                      tuple(os.path.abspath(p) for p in _as_list(extra_include_paths)), bool(with_cuda), directory,
                      python_module)
+
+
+def _reader(texts: dict[str, str]) -> Callable[[str], str]:
+    """A source reader for :mod:`hostunit` that keeps what it read in ``texts`` and refuses an unreadable file."""
+    def read(path: str) -> str:
+        text = fullbuild.read_text(path)
+        if text is None:
+            raise hostunit.Unsupported(f"{_label(path)} cannot be read")
+        texts[path] = text
+        return text
+    return read
 
 
 def prepare(

@@ -486,8 +486,9 @@ def describe() -> str:
     except PackageNotFoundError:
         cppyy_version = "?"
     when = "during the first build" if setting() == "warm" else "at the first host edit"
-    if usable_pch() is not None:
-        how = f"from the PCH {machine_pch()}"
+    pch = usable_pch()
+    if pch is not None:
+        how = f"from the PCH {pch}"
     else:
         how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
     return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
