@@ -218,11 +218,18 @@ def _corpus(name: str, prelude: str = "") -> str:
         return prelude + f.read()
 
 
+TF_FOLDER = TF_TEMPL.replace('#include <cstdint>\n#include <cuda_runtime.h>\n#include "tf_ops.cuh"\n',
+                             '#include "tf_ops.cuh"\n#include <cstdint>\n#include <cuda_runtime.h>\n'
+                             '#include <cuda_fp16.h>\n')
+
 def bases() -> dict[str, Base]:
     """Every base, light ones first."""
     found = [
         Base("tf_basic", {"tf_basic.cu": TF_BASIC}, "tf_basic.cu", torch=False),
         Base("tf_templ", {"tf_templ.cu": TF_TEMPL, "tf_ops.cuh": TF_OPS_HEADER}, "tf_templ.cu",
+             python_module=False, torch=False),
+        # kernels/'s layout: the file's own header first, the toolchain's after it (read whole, not parsed).
+        Base("tf_folder", {"tf_folder.cu": TF_FOLDER, "tf_ops.cuh": TF_OPS_HEADER}, "tf_folder.cu",
              python_module=False, torch=False),
         Base("seed_add", {"seed_add.cu": _corpus("seed_add.cu")}, "seed_add.cu"),
         Base("inline_scale", {"inline_scale.cu": _corpus("inline_scale.cu", LOAD_INLINE_PRELUDE)},

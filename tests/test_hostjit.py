@@ -557,6 +557,23 @@ def _edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
+def _replays(call, update) -> bool:
+    """Whether a CUDA graph captured around ``call()`` computes again on replay after ``update()`` changed its
+    inputs in place: a launch on the current stream is captured, one on the legacy default stream runs at once."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        call()  # warm-up outside the capture, on a side stream (as torch asks)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call()
+    torch.cuda.synchronize()
+    update()
+    graph.replay()
+    torch.cuda.synchronize()
+    return torch.allclose(out, call())
+
+
 GPU_WORKER = r"""
 import sys, time, torch, jitload
 t = time.perf_counter()
@@ -597,19 +614,12 @@ def test_seed_add_host_kernel_and_signature_edits_then_a_new_process(tmp_path, m
         out = ext.add(a, b)
     side.synchronize()
     torch.testing.assert_close(out, 0.5 * (a - b))
-    graph = torch.cuda.CUDAGraph()  # captured from the interpreter's launch, replayed on new inputs
-    with torch.cuda.stream(side):
-        ext.add(a, b)  # warm-up outside the capture, on a side stream (as torch asks)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(graph):
-        captured = ext.add(a, b)
-    b.add_(1.0)
-    graph.replay()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(captured, 0.5 * (a - b))
+    # The seed launches on the legacy default stream: a CUDA graph does not capture it, here as in a full build.
+    jit_replays = _replays(lambda: ext.add(a, b), lambda: b.add_(1.0))
     ext.wait(timeout=600)
     assert ext.info.status == "built" and ext.info.verification == "the full build now runs", ext.info
     torch.testing.assert_close(ext.add(a, b), 0.5 * (a - b))
+    assert _replays(lambda: ext.add(a, b), lambda: b.add_(1.0)) == jit_replays
     _edit(src, "C[idx] = s * (A[idx] - B[idx]);", "C[idx] = A[idx] - B[idx];")
     _edit(src, "        size, 0.5f\n    );", "        size, 1.0f\n    );")
     ext.reload()
@@ -638,9 +648,12 @@ def test_dispatch_template_host_then_kernel_edit_in_half_precision(tmp_path, mon
     ext.reload()
     x = torch.randn(3000, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 - 1).half())
+    # It launches on torch's current stream: a CUDA graph captures the interpreter's launch and replays it.
+    assert _replays(lambda: ext.scale_shift(x, 2.0, 1.0), lambda: x.add_(1.0))
     ext.wait(timeout=600)
     assert ext.info.verification == "the full build now runs", ext.info
     torch.testing.assert_close(ext.scale_shift(x, 2.0, 1.0), (x.float() * 2 - 1).half())
+    assert _replays(lambda: ext.scale_shift(x, 2.0, 1.0), lambda: x.add_(1.0))
 
 
 @needs_cppyy

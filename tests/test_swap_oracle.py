@@ -37,6 +37,10 @@ SAMPLE = [
     ("tf_templ", "tf_templ.cu", "device_variable"),
     ("tf_templ", "tf_ops.cuh", "space_macro"),
     ("tf_templ", "tf_templ.cu", "host_statement"),
+    ("tf_folder", "tf_folder.cu", "operator"),  # its own header first, CUDA's and libstdc++'s after it
+    ("tf_folder", "tf_ops.cuh", "constant"),
+    ("tf_folder", "tf_folder.cu", "device_variable"),
+    ("tf_folder", "tf_folder.cu", "splice_host"),
 ]
 
 

@@ -47,6 +47,7 @@ from . import build, devicecode, trust
 
 PP_DIR = os.path.join("swap", "pp")
 _SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
+_ATTRIBUTE = re.compile(r"__attribute__\s*\(\s*\(")
 _LINE_MARKER_LINE = re.compile(r"^#\s*\d+\s+\".*(?:\n|$)", re.M)
 _LINE_MARKER_FILE = re.compile(r'^#\s*\d+\s+"((?:[^"\\]|\\.)*)".*$', re.M)
 _USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -319,7 +320,26 @@ def _code_lines(text: str) -> list[str]:
 
 
 def _spaces(head: str) -> set[str]:
-    return set(_SPACE.findall(head))
+    """The execution spaces ``head``'s attributes name, however the list is spelled: ``((host, device))``,
+    ``((__device__))`` and ``((host,))`` are nvcc's as much as ``((device))`` is."""
+    found: set[str] = set()
+    for match in _ATTRIBUTE.finditer(head):
+        try:
+            close = devicecode._match(head, match.end() - 1, "(", ")")
+        except devicecode.Unsure:
+            return {"host", "device"}  # unreadable: host code, the safe side
+        depth, part = 0, []
+        for ch in head[match.end():close - 1] + ",":
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                word = re.match(r"\s*_*([A-Za-z]\w*?)_*\s*(?:\(|$)", "".join(part))
+                if word and word.group(1) in ("global", "device", "host"):
+                    found.add(word.group(1))
+                part = []
+            else:
+                part.append(ch)
+    return found
 
 
 def _pragmas(body: str) -> list[str]:
@@ -386,39 +406,67 @@ def _stub_signature(head: str) -> str:
 
 
 def split_toolchain(pre: str, roots: Iterable[str]) -> tuple[str, str]:
-    """``pre`` (preprocessed, with line markers) as the user's part, where the lines that came from files under
-    ``roots`` are blank, and those lines themselves.
+    """``pre`` (preprocessed, with line markers) as the user's part and the toolchain's text: each run of lines
+    that came from files under ``roots`` is, in the user's part, one ``#pragma jitload_toolchain <digest>`` line,
+    so where it stands counts as much as what it says.
 
     The toolchain's headers (libstdc++, CUDA's, torch's) are taken whole, not parsed: their text changes only
     with the macros and includes before them, and a file whose own includes come first (a user header, then
-    ``<cuda_fp16.h>``) would otherwise put half of libstdc++ in front of the parser."""
+    ``<cuda_fp16.h>``) would otherwise put half of libstdc++ in front of the parser. A marker line that ends the
+    user's text stays in the user's part, for :func:`view_of` to tell a real one from a raw string's line that
+    looks like one; markers inside a run are left out of its digest (they carry the user's line numbers)."""
     roots = tuple(roots)
     seen: dict[str, bool] = {}  # thousands of markers name a few hundred files
-    user, toolchain, pos, in_toolchain = [], [], 0, False
+    user: list[str] = []
+    toolchain: list[str] = []
+    run: list[str] = []
+    pos, in_toolchain = 0, False
+
+    def close_run() -> None:
+        text = _LINE_MARKER_LINE.sub("", "".join(run))
+        toolchain.append(text)
+        user.append(f"#pragma jitload_toolchain {hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}\n")
+        run.clear()
+
     for marker in [*_LINE_MARKER_FILE.finditer(pre), None]:
         end = marker.start() if marker else len(pre)
         chunk = pre[pos:end]
         if in_toolchain:
-            toolchain.append(chunk)
-            user.append("\n" * chunk.count("\n"))
+            run.append(chunk)
         else:
+            if run:
+                close_run()
             user.append(chunk)
         if marker:
             path = marker.group(1)
             if path not in seen:
-                seen[path] = bool(roots) and os.path.isabs(path) and os.path.realpath(path).startswith(roots)
+                try:
+                    seen[path] = bool(roots) and os.path.isabs(path) and os.path.realpath(path).startswith(roots)
+                except ValueError as err:  # a NUL in the path: no file, and nothing to guess
+                    raise devicecode.Unsure(f"a line marker names no readable path ({err})") from None
+            if seen[path] and not in_toolchain:
+                user.append(marker.group(0) + "\n")  # the marker that opens the run, in the user's text
+                pos = min(marker.end() + 1, len(pre))
+            else:
+                pos = marker.start()
             in_toolchain = seen[path]
-            pos = marker.start()
-    return "".join(user), _LINE_MARKER_LINE.sub("", "".join(toolchain))
+    if run:
+        close_run()
+    return "".join(user), "".join(toolchain)
 
 
 def _named_in(toolchain: str, name: str) -> bool:
-    """Whether the toolchain's text may declare a function ``name`` (the last part of a qualified name), read
-    as loosely as a search can: a declaration there merges its execution spaces with the user's definition."""
+    """Whether the toolchain's text may declare a host-and-device function ``name`` (the last part of a
+    qualified name): nvcc merges such a declaration's execution spaces with the user's device definition. A
+    host-only declaration does not merge (nvcc calls the host's use of the device definition an error)."""
     short = name.rsplit("::", 1)[-1]
-    if not re.fullmatch(r"[A-Za-z_]\w*", short):
+    if not re.fullmatch(r"[A-Za-z_]\w*", short) or short not in toolchain:
         return False  # an operator of the user's own type: no toolchain header can declare it
-    return short in toolchain and re.search(rf"\b{short}\s*\(", toolchain) is not None
+    for match in re.finditer(rf"\b{short}\s*\(", toolchain):
+        head = toolchain[max(toolchain.rfind(c, 0, match.start()) for c in ";{}") + 1:match.start()]
+        if {"host", "device"} <= _spaces(head):
+            return True
+    return False
 
 
 def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
@@ -426,7 +474,7 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
 
     Lines from files under ``toolchain_roots`` count as they are, unparsed (:func:`split_toolchain`)."""
     pre, toolchain = split_toolchain(pre, toolchain_roots)
-    pre = _LINE_MARKER_LINE.sub("", pre)  # where each line came from: its place, not its meaning
+    pre = _without_markers(pre)  # where each line came from: its place, not its meaning
     items = devicecode.parse(pre)
     masked = devicecode._mask(pre)
     host_names: set[str] = set()
@@ -447,6 +495,7 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
         # A constexpr/consteval device function can be called by host code (--expt-relaxed-constexpr).
         device_only = ("device" in spaces and "host" not in spaces and not re.search(r"\bconst(expr|eval)\b", head)
                        and devicecode.qualified_name(item) not in host_names
+                       and not _qualified_declarator(head, item.name)
                        and not _named_in(toolchain, devicecode.qualified_name(item)))
         if item.kind == "type":
             parts.append(_blank_member_bodies(snippet))
@@ -460,9 +509,24 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
             parts.append(" ".join([stub, *_pragmas(pre[item.body:item.end])]) if item.body >= 0 else "")
         else:
             parts.append(snippet)
-    digest = hashlib.blake2b(toolchain.encode(), digest_size=16)
-    digest.update("\0".join(_squeeze(p) for p in parts if p).encode())
-    return digest.hexdigest()
+    return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
+
+
+def _without_markers(pre: str) -> str:
+    """``pre`` without its line markers; a line inside a raw string that looks like one is the string's value."""
+    masked = devicecode._mask(pre, fill="\0")
+    out, pos = [], 0
+    for marker in _LINE_MARKER_LINE.finditer(masked):
+        out.append(pre[pos:marker.start()])
+        pos = marker.end()
+    out.append(pre[pos:])
+    return "".join(out)
+
+
+def _qualified_declarator(head: str, name: str) -> bool:
+    """Whether the definition ``head`` names its function through a scope (``a::f``, ``S::g``): a declaration
+    elsewhere (in the namespace, in the class) may be ``__host__ __device__``, and nvcc merges it in."""
+    return bool(name) and re.search(rf"::\s*{re.escape(name.rsplit('::', 1)[-1])}\s*\(", head) is not None
 
 
 def _squeeze(code: str) -> str:
