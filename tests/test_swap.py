@@ -769,3 +769,45 @@ def test_a_line_marker_naming_no_readable_path_is_unsure():
     from jitload.builder import ppview
     with pytest.raises(devicecode.Unsure, match="no readable path"):
         ppview.view_of('# 1 "/src/k.cu"\n# 1 "/usr/include/a\0b" 1 3\nint x;\n', ("/usr/include/",))
+
+
+H, D = "__attribute__((host))", "__attribute__((device))"
+
+
+@pytest.mark.parametrize("text", [
+    # A __host__ __device__ declaration that nvcc merges with the device definition, however it is written.
+    f"{H} {D} int g(int), f(int);\n{D} int f(int v) {{ return v + 1; }}\nint host_call(int x) {{ return f(x); }}\n",
+    f"{H} {D} int f(int);\n{D} int (f)(int v) {{ return v + 1; }}\nint host_call(int x) {{ return f(x); }}\n",
+    f"typedef int fn_t(int);\n{H} {D} fn_t f;\n{D} int f(int v) {{ return v + 1; }}\n"
+    "int host_call(int x) { return f(x); }\n",
+    f"{D} int f(int v) {{ return v + 1; }}\nint host_call(int x) {{ {H} {D} int f(int); return f(x); }}\n",
+    f"struct S {{ int v; friend {H} {D} int f(S); }};\n{D} int f(S s) {{ return s.v + 1; }}\n"
+    "int host_call(S s) { return f(s); }\n",
+    f"struct S;\n{H} {D} int f(S);\nstruct S {{ int v; friend {D} int f(S s) {{ return s.v + 1; }} }};\n"
+    "int host_call(S s) { return f(s); }\n",
+    # Host spaces in GNU's other spelling and in C++11 attributes.
+    f"__attribute((host)) {D} int f(int v) {{ return v + 1; }}\nint host_call(int x) {{ return f(x); }}\n",
+    f"[[gnu::host]] {D} int f(int v) {{ return v + 1; }}\nint host_call(int x) {{ return f(x); }}\n",
+    f"struct S {{ int v; __attribute((host)) {D} int get() const {{ return v + 1; }} }};\n"
+    "int host_call(S s) { return s.get(); }\n",
+    # A brace in a device member's literal must not hide the host member after it.
+    f"struct S {{\n  {D} int d() const {{ return '{{'; }}\n  int h() const {{ return v + 1; }}\n"
+    f"  {D} int e() const {{ return '}}'; }}\n  int v;\n}};\nint host_call(S s) {{ return s.h(); }}\n",
+])
+def test_host_view_holes_found_by_a_second_attack(text):
+    from jitload.builder import ppview
+    assert ppview.view_of(text.replace("v + 1", "v + 2")) != ppview.view_of(text)
+
+
+def test_a_helper_that_kernels_alone_call_is_still_device_code():
+    from jitload.builder import ppview
+    text = (f"{D} float twice(float v) {{ return 2.0f * v; }}\n"
+            f"__attribute__((global)) void k(float* x) {{ x[0] = twice(x[0]); }}\n"
+            "void launch(float* x) { k<<<1, 1>>>(x); }\n")
+    assert ppview.view_of(text.replace("2.0f * v", "3.0f * v")) == ppview.view_of(text)
+
+
+def test_the_toolchain_digest_line_spelt_by_the_source_is_unsure():
+    from jitload.builder import ppview
+    with pytest.raises(devicecode.Unsure, match="digest line"):
+        ppview.view_of('# 1 "/src/k.cu"\n#pragma jitload_toolchain 0123456789abcdef\nint x;\n', ("/usr/include/",))

@@ -14,8 +14,9 @@ own compile line), in two steps:
    the snapshot in place of the prefix (milliseconds: no torch header is read again). In the output every
    ``__global__``/``__device__``/``__host__``, however it was spelled, is an ``__attribute__((global))``,
    ``((device))`` or ``((host))``. The view is that output, token by token, except that a function that is
-   device code alone (``device`` and no ``host``, on every declaration of its name) contributes nothing and
-   a kernel contributes its signature (its host stub). Lines that come from the toolchain's headers
+   device code alone (``device`` and no ``host``, on every declaration of its name, defined by its plain name,
+   and named nowhere in host code, where a declaration nvcc would merge may hide) contributes nothing and a
+   kernel contributes its signature (its host stub). Lines that come from the toolchain's headers
    (libstdc++, CUDA's, torch's: a file may include its own header first, and theirs after it) count whole,
    unparsed. Two texts with the same view compile to the same host program.
 
@@ -39,7 +40,7 @@ import re
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ from . import build, devicecode, trust
 
 PP_DIR = os.path.join("swap", "pp")
 _SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
-_ATTRIBUTE = re.compile(r"__attribute__\s*\(\s*\(")
+_ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\s*\(|\[\s*\[")  # GNU's two spellings, and C++11's [[...]]
 _LINE_MARKER_LINE = re.compile(r"^#\s*\d+\s+\".*(?:\n|$)", re.M)
 _LINE_MARKER_FILE = re.compile(r'^#\s*\d+\s+"((?:[^"\\]|\\.)*)".*$', re.M)
 _USER_INCLUDE = re.compile(r'^\s*#\s*include\s*"')
@@ -324,16 +325,18 @@ def _spaces(head: str) -> set[str]:
     ``((__device__))`` and ``((host,))`` are nvcc's as much as ``((device))`` is."""
     found: set[str] = set()
     for match in _ATTRIBUTE.finditer(head):
+        bracket = head[match.end() - 1]
         try:
-            close = devicecode._match(head, match.end() - 1, "(", ")")
+            close = devicecode._match(head, match.end() - 1, bracket, ")" if bracket == "(" else "]")
         except devicecode.Unsure:
             return {"host", "device"}  # unreadable: host code, the safe side
         depth, part = 0, []
         for ch in head[match.end():close - 1] + ",":
-            depth += ch == "("
-            depth -= ch == ")"
+            depth += ch in "(["
+            depth -= ch in ")]"
             if ch == "," and depth == 0:
-                word = re.match(r"\s*_*([A-Za-z]\w*?)_*\s*(?:\(|$)", "".join(part))
+                # gnu::host, __gnu__::__host__, host(...): the attribute's own name
+                word = re.match(r"\s*(?:\w+\s*::\s*)?_*([A-Za-z]\w*?)_*\s*(?:\(|$)", "".join(part))
                 if word and word.group(1) in ("global", "device", "host"):
                     found.add(word.group(1))
                 part = []
@@ -351,10 +354,13 @@ def _pragmas(body: str) -> list[str]:
 _MEMBER = re.compile(r"[;{}:]\s*([^;{}]*?__attribute__\s*\(\(\s*device\s*\)\)[^;{}]*?\))\s*(const\s*)?\{")
 
 
-def _blank_member_bodies(text: str) -> str:
-    """A type's text with the bodies of its device-only member functions left out."""
+def _blank_member_bodies(text: str, named_by_host: Callable[[str, int, int], bool]) -> str:
+    """A type's text with the bodies of its device-only member functions left out, except where the host's code
+    names the member elsewhere (``named_by_host(name, start, end)``, offsets in ``text``): a friend declared
+    ``__host__ __device__`` outside the type merges with it. Braces are counted outside literals."""
+    masked = devicecode._mask(text)
     out, pos = [], 0
-    for match in _MEMBER.finditer(text):
+    for match in _MEMBER.finditer(masked):
         if match.start() < pos:
             continue
         head = match.group(1)
@@ -362,9 +368,14 @@ def _blank_member_bodies(text: str) -> str:
             continue
         open_brace = match.end() - 1
         try:
-            close = devicecode._match(text, open_brace, "{", "}")
+            close = devicecode._match(masked, open_brace, "{", "}")
         except devicecode.Unsure:
             return text
+        # An operator is reached through its type; any other member by its name, which the host may declare.
+        name = re.search(r"(~?[A-Za-z_]\w*)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*(?:const\s*)?$", head)
+        if not re.search(r"\boperator\b", head) and (
+                name is None or named_by_host(name.group(1), match.start(1), close)):
+            continue
         out.append(text[pos:open_brace] + "{}")
         pos = close
     return "".join(out) + text[pos:]
@@ -436,6 +447,8 @@ def split_toolchain(pre: str, roots: Iterable[str]) -> tuple[str, str]:
         else:
             if run:
                 close_run()
+            if "jitload_toolchain" in chunk:
+                raise devicecode.Unsure("the source spells jitload's own toolchain digest line")
             user.append(chunk)
         if marker:
             path = marker.group(1)
@@ -477,6 +490,7 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
     pre = _without_markers(pre)  # where each line came from: its place, not its meaning
     items = devicecode.parse(pre)
     masked = devicecode._mask(pre)
+    named_by_host = _host_mentions(masked, items)
     host_names: set[str] = set()
     for item in items:
         if item.kind in ("kernel", "device", "hostdevice", "host", "decl") and item.name:
@@ -496,9 +510,11 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
         device_only = ("device" in spaces and "host" not in spaces and not re.search(r"\bconst(expr|eval)\b", head)
                        and devicecode.qualified_name(item) not in host_names
                        and not _qualified_declarator(head, item.name)
+                       and not named_by_host(item.name, item.start, item.end)
                        and not _named_in(toolchain, devicecode.qualified_name(item)))
         if item.kind == "type":
-            parts.append(_blank_member_bodies(snippet))
+            parts.append(_blank_member_bodies(
+                snippet, lambda name, a, b, at=item.start: named_by_host(name, at + a, at + b)))
         elif "global" in spaces and item.body >= 0:
             parts.append(_stub_signature(pre[item.start:item.body]) + " ".join(_pragmas(pre[item.body:item.end])))
         elif device_only:
@@ -510,6 +526,33 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
         else:
             parts.append(snippet)
     return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
+
+
+def _host_mentions(masked: str, items: list[devicecode.Item]) -> Callable[[str, int, int], bool]:
+    """``named(name, start, end)``: whether ``name`` (its last part) occurs in the host's code outside
+    ``[start, end)``. The host's code is the text less the device-only functions and the kernels' bodies, so a
+    helper that kernels alone call is not named there. A mention there may be a declaration that nvcc merges
+    with the device definition (``__host__ __device__ int g(int), f(int);``, a friend, a block-scope or typedef'd
+    declaration, a parenthesised name): the definition is then host code, the safe side."""
+    chars = list(masked)
+    for item in items:
+        if item.kind not in ("kernel", "device", "hostdevice", "host", "decl"):
+            continue
+        head = masked[item.start:item.body if item.body >= 0 else item.end]
+        spaces = _spaces(head)
+        if "global" in spaces and item.body >= 0:
+            chars[item.body:item.end] = " " * (item.end - item.body)
+        elif "device" in spaces and "host" not in spaces:
+            chars[item.start:item.end] = " " * (item.end - item.start)
+    host = "".join(chars)
+
+    def named(name: str, start: int, end: int) -> bool:
+        short = name.rsplit("::", 1)[-1]
+        if not re.fullmatch(r"~?[A-Za-z_]\w*", short):
+            return False  # operators: found by their type, which host code names anyway
+        pattern = re.compile(rf"(?<![\w~]){re.escape(short)}\b")
+        return any(not start <= m.start() < end for m in pattern.finditer(host))
+    return named
 
 
 def _without_markers(pre: str) -> str:
