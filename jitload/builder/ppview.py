@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from . import build, devicecode, trust
 
 PP_DIR = os.path.join("swap", "pp")
-_SPACE = re.compile(r"__attribute__\s*\(\(\s*(global|device|host)\s*\)\)")
+_FUNCTION_KINDS = ("kernel", "device", "hostdevice", "host", "decl")  # devicecode's items that name a function
 _ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\s*\(|\[\s*\[")  # GNU's two spellings, and C++11's [[...]]
 _LINE_MARKER_LINE = re.compile(r"^#\s*\d+\s+\".*(?:\n|$)", re.M)
 _LINE_MARKER_FILE = re.compile(r'^#\s*\d+\s+"((?:[^"\\]|\\.)*)".*$', re.M)
@@ -286,7 +286,7 @@ def host_view(build_directory: str, source: str, text: str) -> View | Unknown:
         decides, exact = view_of(pinned_run.stdout, roots), view_of(exact_run.stdout, roots)
     except devicecode.Unsure as err:
         return Unknown(f"its preprocessed text is outside what a kernel swap reads: {err}")
-    files = sorted({m for m in re.findall(r'^#\s*\d+\s+"([^"]+)"', exact_run.stdout, re.M)
+    files = sorted({m for m in _LINE_MARKER_FILE.findall(exact_run.stdout)
                     if os.path.isabs(m) and os.path.exists(m)})
     return View(decides, exact, tuple(files))
 
@@ -490,22 +490,19 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
     pre = _without_markers(pre)  # where each line came from: its place, not its meaning
     items = devicecode.parse(pre)
     masked = devicecode._mask(pre)
-    named_by_host = _host_mentions(masked, items)
+    heads = [masked[item.start:item.body if item.body >= 0 else item.end] for item in items]
+    spaces_of = [_spaces(head) for head in heads]
+    named_by_host = _host_mentions(masked, items, spaces_of)
     host_names: set[str] = set()
-    for item in items:
-        if item.kind in ("kernel", "device", "hostdevice", "host", "decl") and item.name:
-            head = masked[item.start:item.body if item.body >= 0 else item.end]
-            spaces = _spaces(head)
-            if "host" in spaces or not spaces & {"device", "global"}:
-                host_names.add(devicecode.qualified_name(item))
+    for item, spaces in zip(items, spaces_of, strict=True):
+        if item.kind in _FUNCTION_KINDS and item.name and ("host" in spaces or not spaces & {"device", "global"}):
+            host_names.add(devicecode.qualified_name(item))
     parts = []
-    for item in items:
+    for item, head, spaces in zip(items, heads, spaces_of, strict=True):
         snippet = pre[item.start:item.end]
         if item.kind in ("pp", "end", "namespace") or (not item.name and item.kind != "type"):
             parts.append(snippet if item.kind != "pp" or "pragma" in snippet else "")
             continue
-        head = masked[item.start:item.body if item.body >= 0 else item.end]
-        spaces = _spaces(head)
         # A constexpr/consteval device function can be called by host code (--expt-relaxed-constexpr).
         device_only = ("device" in spaces and "host" not in spaces and not re.search(r"\bconst(expr|eval)\b", head)
                        and devicecode.qualified_name(item) not in host_names
@@ -528,18 +525,17 @@ def view_of(pre: str, toolchain_roots: Iterable[str] = ()) -> str:
     return hashlib.blake2b("\0".join(_squeeze(p) for p in parts if p).encode(), digest_size=16).hexdigest()
 
 
-def _host_mentions(masked: str, items: list[devicecode.Item]) -> Callable[[str, int, int], bool]:
+def _host_mentions(masked: str, items: list[devicecode.Item], spaces_of: list[set[str]]
+                   ) -> Callable[[str, int, int], bool]:
     """``named(name, start, end)``: whether ``name`` (its last part) occurs in the host's code outside
     ``[start, end)``. The host's code is the text less the device-only functions and the kernels' bodies, so a
     helper that kernels alone call is not named there. A mention there may be a declaration that nvcc merges
     with the device definition (``__host__ __device__ int g(int), f(int);``, a friend, a block-scope or typedef'd
     declaration, a parenthesised name): the definition is then host code, the safe side."""
     chars = list(masked)
-    for item in items:
-        if item.kind not in ("kernel", "device", "hostdevice", "host", "decl"):
+    for item, spaces in zip(items, spaces_of, strict=True):
+        if item.kind not in _FUNCTION_KINDS:
             continue
-        head = masked[item.start:item.body if item.body >= 0 else item.end]
-        spaces = _spaces(head)
         if "global" in spaces and item.body >= 0:
             chars[item.body:item.end] = " " * (item.end - item.body)
         elif "device" in spaces and "host" not in spaces:
