@@ -60,6 +60,7 @@ from . import (
     swap,
     swapplan,
     toolchain,
+    torch_compat,
     trust,
 )
 from .errors import BuildError
@@ -828,7 +829,13 @@ def load(
     spec = _spec(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
                  extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
                  build_directory=build_directory, with_cuda=with_cuda, python_module=is_python_module)
-    if is_standalone:
+    problem = None if is_standalone else torch_compat.ninja_writer_problem()
+    if problem:
+        # A torch whose private ninja writer changed form still builds, as torch itself builds: no swap, no
+        # host JIT, every edit a full build, rather than no build at all.
+        warnings.warn(f"{problem}: building {name} with torch's own load() (every edit rebuilds in full)",
+                      stacklevel=2)
+    if is_standalone or problem:
         return _torch_load(spec, verbose, is_standalone)
     return _handle(spec, verbose).reload()
 
@@ -873,7 +880,7 @@ def load_inline(
     with_pytorch_error_handling: bool = True,
     no_implicit_headers: bool = False,
     **kwargs: Any,
-) -> Extension:
+) -> Extension | types.ModuleType:
     """Drop-in for ``torch.utils.cpp_extension.load_inline``, with the same hot rebuild as :func:`load`.
 
     The C++ and CUDA strings become ``main.cpp`` and ``cuda.cu`` in the build directory, written only when
@@ -908,7 +915,7 @@ def load_inline(
     result = load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
                   extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths, build_directory=directory,
                   verbose=verbose, with_cuda=with_cuda if with_cuda is not None else bool(cuda))
-    assert isinstance(result, Extension)
+    assert isinstance(result, Extension | types.ModuleType)  # a module: torch's own load() built it (see load)
     return result
 
 

@@ -8,14 +8,17 @@ torch offers more than one form, it picks the one the installed torch has, and t
 calls every form against a stand-in with that form's signature, and the installed torch's real one.
 
 A newer torch that adds an optional argument to a private helper still works (jitload passes arguments by
-name); one that renames, removes or adds a required argument is stopped with :class:`TorchCompatError`, which
-names the versions jitload knows, instead of a ``TypeError`` from inside a build.
+name). One that renames, removes or adds a required argument degrades instead of failing every build: link flags
+come from torch's public ``library_paths()``, and a ninja writer of an unknown form sends ``jitload.load`` to
+torch's own ``load()`` (:func:`ninja_writer_problem`), with a warning that names the form and the versions jitload
+knows (:class:`TorchCompatError` where a caller asks for the private form itself).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -24,46 +27,104 @@ from torch.utils._python_dispatch import TorchDispatchMode  # the base of checke
 
 from . import toolchain
 
-__all__ = ["TESTED", "TorchCompatError", "TorchDispatchMode", "dispatch_keys_below_python", "include_paths",
-           "is_op", "load_dynamo", "parse_schema", "prepare_ldflags", "room_for_compiled_graphs",
-           "write_ninja_file_to_build_library"]
+__all__ = ["TESTED", "TorchCompatError", "TorchDispatchMode", "dispatch_keys_below_python",
+           "include_paths", "is_op", "load_dynamo", "ninja_writer_problem", "parse_schema", "prepare_ldflags",
+           "public_ldflags", "room_for_compiled_graphs", "write_ninja_file_to_build_library"]
 
-# The torch releases every function below is read from and tested with: docker/Dockerfile's (2.8) and two later ones.
-TESTED = ("2.8", "2.11", "2.14")
+# The torch releases every function below is read from and tested with: docker/Dockerfile's (2.8), the GPU
+# machine's (2.11), make's (2.14) and those between them that PyPI serves; CI's torch 2.8 lane runs the tests.
+TESTED = ("2.8", "2.9", "2.10", "2.11", "2.14")
 
 
 class TorchCompatError(RuntimeError):
     """The installed torch offers a private API in a form jitload was not written for."""
 
 
-def _call_by_name(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """``fn(**kwargs)``, where ``fn`` takes every argument by these names and needs no other.
+# Arguments of SYCL, a backend jitload never builds for. A release whose helper lacks the parameter (torch 2.8's
+# ``_prepare_ldflags``) has no SYCL path there, so leaving the argument out asks it for the same thing.
+_ABSENT_MEANS_OFF: dict[str, Any] = {"with_sycl": False, "extra_sycl_cflags": []}
 
-    The arguments are those of the signature in every :data:`TESTED` release; extra parameters with defaults
-    (a newer torch) are left to their defaults.
+
+def _fit(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``kwargs`` fitted to ``fn``'s signature as the installed torch has it, and None; or why they cannot be.
+
+    An argument of :data:`_ABSENT_MEANS_OFF` at its off value is left out where ``fn`` lacks it; extra
+    parameters with defaults (a newer torch) are left to their defaults; anything else missing, or a required
+    parameter jitload does not pass, is a form jitload does not know.
     """
     params = inspect.signature(fn).parameters
-    missing = [k for k in kwargs if k not in params]
-    required = [n for n, p in params.items() if p.default is p.empty and n not in kwargs
+    fitted = {k: v for k, v in kwargs.items()
+              if k in params or not (k in _ABSENT_MEANS_OFF and _ABSENT_MEANS_OFF[k] == v)}
+    missing = [k for k in fitted if k not in params]
+    required = [n for n, p in params.items() if p.default is p.empty and n not in fitted
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if missing or required:
-        raise TorchCompatError(
-            f"torch {torch.__version__}'s {fn.__module__}.{fn.__name__}{inspect.signature(fn)} is not the form "
-            f"jitload calls (that of torch {', '.join(TESTED)}): "
-            + "; ".join(filter(None, [missing and f"it lacks {', '.join(missing)}",
-                                      required and f"it needs {', '.join(required)}"])))
-    return fn(**kwargs)
+    if not missing and not required:
+        return fitted, None
+    return fitted, (
+        f"torch {torch.__version__}'s {fn.__module__}.{fn.__name__}{inspect.signature(fn)} is not a form "
+        f"jitload knows (those of torch {', '.join(TESTED)}): "
+        + "; ".join(filter(None, [missing and f"it lacks {', '.join(missing)}",
+                                  required and f"it needs {', '.join(required)}"])))
+
+
+def _call_by_name(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(**kwargs)`` as :func:`_fit` fits them; :class:`TorchCompatError` where they do not fit."""
+    fitted, problem = _fit(fn, kwargs)
+    if problem:
+        raise TorchCompatError(problem)
+    return fn(**fitted)
+
+
+def _ldflags_args(extra_ldflags: list[str], with_cuda: bool) -> dict[str, Any]:
+    return {"extra_ldflags": list(extra_ldflags), "with_cuda": with_cuda, "with_sycl": False, "verbose": False,
+            "is_standalone": False}
+
+
+def _ninja_args(path: str, name: str, sources: list[str], extra_cflags: list[str], extra_cuda_cflags: list[str],
+                extra_ldflags: list[str], extra_include_paths: list[str], with_cuda: bool) -> dict[str, Any]:
+    return {"path": path, "name": name, "sources": list(sources), "extra_cflags": list(extra_cflags),
+            "extra_cuda_cflags": list(extra_cuda_cflags), "extra_sycl_cflags": [],
+            "extra_ldflags": list(extra_ldflags), "extra_include_paths": list(extra_include_paths),
+            "with_cuda": with_cuda, "with_sycl": False, "is_standalone": False}
 
 
 def prepare_ldflags(extra_ldflags: list[str], with_cuda: bool) -> list[str]:
     """torch's link flags for an extension (its libraries, CUDA's with ``with_cuda``), after ``extra_ldflags``.
 
-    ``torch.utils.cpp_extension._prepare_ldflags(extra_ldflags, with_cuda, with_sycl, verbose, is_standalone)``
-    in torch 2.8, 2.11 and 2.14.
+    ``torch.utils.cpp_extension._prepare_ldflags(extra_ldflags, with_cuda, verbose, is_standalone)`` in torch
+    2.8 and 2.9, with ``with_sycl`` after ``with_cuda`` from 2.10 (2.10, 2.11, 2.14). A form jitload does not
+    know gets the same flags from torch's public ``library_paths`` instead (:func:`public_ldflags`).
     """
     ce = toolchain.cpp_extension()
-    return _call_by_name(ce._prepare_ldflags, {"extra_ldflags": list(extra_ldflags), "with_cuda": with_cuda,
-                                               "with_sycl": False, "verbose": False, "is_standalone": False})
+    fitted, problem = _fit(ce._prepare_ldflags, _ldflags_args(extra_ldflags, with_cuda))
+    if problem:
+        _warn_once(f"{problem}: linking with the flags of torch's public library_paths() instead")
+        return public_ldflags(extra_ldflags, with_cuda)
+    return ce._prepare_ldflags(**fitted)
+
+
+def public_ldflags(extra_ldflags: list[str], with_cuda: bool) -> list[str]:
+    """What ``_prepare_ldflags`` gives a Python extension on Linux, from public parts: ``extra_ldflags``, then
+    ``-L`` for each of ``library_paths()`` (torch's, and CUDA's with ``with_cuda``) and torch's libraries."""
+    ce = toolchain.cpp_extension()
+    if "device_type" in inspect.signature(ce.library_paths).parameters:
+        paths = ce.library_paths(device_type="cuda" if with_cuda else "cpu")
+    else:  # torch before 2.6 took a flag
+        paths = ce.library_paths(cuda=with_cuda)
+    libraries = ["c10", *(["c10_cuda"] if with_cuda else []), "torch_cpu", *(["torch_cuda"] if with_cuda else []),
+                 "torch", "torch_python", *(["cudart"] if with_cuda else [])]
+    return [*extra_ldflags, *(f"-L{p}" for p in paths), *(f"-l{lib}" for lib in libraries)]
+
+
+def ninja_writer_problem() -> str | None:
+    """Why jitload cannot have the installed torch write its ninja files (a form of
+    ``_write_ninja_file_to_build_library`` it does not know), or None. jitload.load then builds with torch's own
+    ``load()``, whose ninja file is the same."""
+    ce = toolchain.cpp_extension()
+    writer = getattr(ce, "_write_ninja_file_to_build_library", None)
+    if writer is None:
+        return f"torch {torch.__version__} has no cpp_extension._write_ninja_file_to_build_library"
+    return _fit(writer, _ninja_args("build.ninja", "ext", [], [], [], [], [], False))[1]
 
 
 def write_ninja_file_to_build_library(path: str, name: str, sources: list[str], extra_cflags: list[str],
@@ -74,14 +135,22 @@ def write_ninja_file_to_build_library(path: str, name: str, sources: list[str], 
 
     ``torch.utils.cpp_extension._write_ninja_file_to_build_library(path, name, sources, extra_cflags,
     extra_cuda_cflags, extra_sycl_cflags, extra_ldflags, extra_include_paths, with_cuda, with_sycl,
-    is_standalone)`` in torch 2.8, 2.11 and 2.14.
+    is_standalone)`` in torch 2.8 to 2.14. Another form raises :class:`TorchCompatError`
+    (:func:`ninja_writer_problem` tells before a build).
     """
     ce = toolchain.cpp_extension()
-    _call_by_name(ce._write_ninja_file_to_build_library, {
-        "path": path, "name": name, "sources": list(sources), "extra_cflags": list(extra_cflags),
-        "extra_cuda_cflags": list(extra_cuda_cflags), "extra_sycl_cflags": [], "extra_ldflags": list(extra_ldflags),
-        "extra_include_paths": list(extra_include_paths), "with_cuda": with_cuda, "with_sycl": False,
-        "is_standalone": False})
+    _call_by_name(ce._write_ninja_file_to_build_library,
+                  _ninja_args(path, name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
+                              extra_include_paths, with_cuda))
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, stacklevel=3)
 
 
 def dispatch_keys_below_python(values: Iterable[Any]) -> Any | None:
@@ -89,7 +158,7 @@ def dispatch_keys_below_python(values: Iterable[Any]) -> Any | None:
     ``OpOverload.redispatch`` with), or None when there is no tensor.
 
     ``torch._C._dispatch_keys``, ``torch._C._dispatch_keyset_full_after`` and ``torch._C.DispatchKey.Python``
-    in torch 2.8, 2.11 and 2.14.
+    in torch 2.8 to 2.14.
     """
     keys = None
     for value in values:
@@ -104,7 +173,7 @@ def dispatch_keys_below_python(values: Iterable[Any]) -> Any | None:
 def is_op(fn: Any) -> bool:
     """Whether ``fn`` is a registered op (``torch.ops.ns.op`` or one of its overloads), not a Python function.
 
-    ``torch._ops.OpOverload`` and ``torch._ops.OpOverloadPacket`` in torch 2.8, 2.11 and 2.14.
+    ``torch._ops.OpOverload`` and ``torch._ops.OpOverloadPacket`` in torch 2.8 to 2.14.
     """
     return isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
 
@@ -114,7 +183,7 @@ def room_for_compiled_graphs(graphs: int) -> Iterator[None]:
     """Let dynamo keep at least ``graphs`` compiled graphs of one function while inside (it falls back to
     running the function uncompiled past its limit, 8 by default).
 
-    ``torch._dynamo.config.recompile_limit`` in torch 2.8, 2.11 and 2.14.
+    ``torch._dynamo.config.recompile_limit`` in torch 2.8 to 2.14.
     """
     import torch._dynamo.config as dynamo_config  # imported on first use: seconds
 
@@ -126,7 +195,7 @@ def load_dynamo() -> None:
     """Import dynamo now, where the caller can afford the seconds, rather than at the first
     ``torch.compiler.disable`` (which imports it).
 
-    ``torch._dynamo`` in torch 2.8, 2.11 and 2.14.
+    ``torch._dynamo`` in torch 2.8 to 2.14.
     """
     import torch._dynamo  # noqa: F401
 
@@ -135,7 +204,7 @@ def parse_schema(text: str) -> Any:
     """The ``FunctionSchema`` of an op schema written as in ``m.def("ns::name(Tensor x) -> Tensor")``; a
     ``RuntimeError`` where torch cannot parse it.
 
-    ``torch._C.parse_schema`` in torch 2.8, 2.11 and 2.14.
+    ``torch._C.parse_schema`` in torch 2.8 to 2.14.
     """
     return torch._C.parse_schema(text)
 
@@ -143,7 +212,8 @@ def parse_schema(text: str) -> Any:
 def include_paths(cuda: bool) -> list[str]:
     """torch's include folders (CUDA's with ``cuda``), as its compile lines give them.
 
-    ``torch.utils.cpp_extension.include_paths(device_type)`` in torch 2.8, 2.11 and 2.14; torch before 2.6
+    ``torch.utils.cpp_extension.include_paths(device_type)`` in torch 2.8 to 2.14 (2.10 adds optional
+    parameters); torch before 2.6
     took a flag, ``include_paths(cuda)``, which is called where ``device_type`` is not a parameter.
     """
     ce = toolchain.cpp_extension()
