@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 # Which torch (jitload/builder/torch_select.py, `python3 jitload/builder/torch_select.py --why` says why): none
 # where $(PYTHON) already has one (the article's container: the venv sees it), else the build whose CUDA major
-# matches nvcc's (13: torch 2.14.1; 12: torch 2.8.0 from PyTorch's cu128 index; no nvcc: 2.14.1).
+# matches nvcc's (13: torch 2.14.1; 12: torch 2.8.0, whose PyPI build is CUDA 12.8's; no nvcc: 2.14.1).
 # TORCH_SPEC=... overrides.
 TORCH_SPEC ?= $(shell $(PYTHON) jitload/builder/torch_select.py --pip-args)
 VENV_FLAGS ?= $(shell $(PYTHON) jitload/builder/torch_select.py --venv-flags)
@@ -18,7 +18,7 @@ IMAGE ?= pytorch-cuda:v2.8
 PYTEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-.PHONY: run test test-fast lint bench-reload clean system-deps docker-build docker-up
+.PHONY: run test test-torch2.8 test-fast lint bench-reload clean system-deps docker-build docker-up
 
 $(BIN)/activate:
 	@echo "torch: $$($(PYTHON) jitload/builder/torch_select.py --why)"
@@ -50,9 +50,29 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "missing $$missing: run 'sudo make system-deps' (apt-get install $$missing)"; exit 1; fi
 
-# Everything, end-to-end cases included.
+# Everything, end-to-end cases included, then the torch 2.8 lane.
 test: $(VENV)/.installed lint
 	$(PYTEST)
+	$(MAKE) --no-print-directory test-torch2.8
+
+# The seed article's torch (its container's 2.8.0; PyPI's build of it is CUDA 12.8's) in a virtual environment of its
+# own: the builder, the swap decision, the host JIT, the checker, the CLI and doctor, run against that release's
+# real private API. pip's cache keeps the wheels for the next run. A CUDA compile needs a CUDA 12 nvcc there
+# (torch refuses another major): where nvcc is another release, those tests skip and say so (tests/conftest.py).
+VENV_TORCH28 ?= .venv-torch2.8
+TORCH28_TESTS ?= tests/test_torch_compat.py tests/test_torch_select.py tests/test_toolchain.py \
+	tests/test_compiler_probe.py tests/test_cli.py tests/test_extension.py tests/test_swap.py \
+	tests/test_hostjit.py tests/test_checker.py tests/test_errors.py tests/test_fingerprint.py
+$(VENV_TORCH28)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_TORCH28)
+	$(VENV_TORCH28)/bin/pip install --quiet --upgrade pip
+	$(VENV_TORCH28)/bin/pip install --quiet --no-compile torch==2.8.0
+	$(VENV_TORCH28)/bin/pip install --quiet --no-compile -e ".[dev]"
+	touch $@
+
+test-torch2.8: $(VENV_TORCH28)/.installed
+	$(VENV_TORCH28)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) \
+		$(TORCH28_TESTS)
 
 # The developer loop: everything but the tests marked slow (browser, DDP, notebooks, pip install ./kernels, ...).
 test-fast: $(VENV)/.installed
@@ -68,4 +88,4 @@ docker-up:
 	docker compose -f docker/compose.yaml up
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_TORCH28) build *.egg-info

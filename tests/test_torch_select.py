@@ -17,7 +17,7 @@ NVCC = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {
 
 
 @pytest.mark.parametrize("release, spec, index", [
-    ("12.8", "torch==2.8.0", "https://download.pytorch.org/whl/cu128"),
+    ("12.8", "torch==2.8.0", None),  # PyPI's torch 2.8.0 is the CUDA 12.8 build
     ("13.0", "torch==2.14.1", None),
     (None, "torch==2.14.1", None),
 ])

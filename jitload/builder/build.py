@@ -146,9 +146,12 @@ def write_ninja_file(
     with_cuda: bool,
 ) -> list[str]:
     """Let torch write ``build.ninja`` for ``name``; return the object files it declares (ninja targets)."""
+    default_arch = None
     if with_cuda:
         toolchain.ensure_torch_cuda_home()
-        extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
+        arch_flags = toolchain.default_arch_flags(extra_cuda_cflags)
+        default_arch = toolchain.DEFAULT_ARCH if arch_flags else None
+        extra_cuda_cflags = extra_cuda_cflags + arch_flags
         extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
         extra_ldflags = extra_ldflags + shim.link_flags()
     ldflags = torch_compat.prepare_ldflags(list(extra_ldflags), with_cuda)
@@ -156,7 +159,7 @@ def write_ninja_file(
     # torch escapes spaces in source paths but not "$" (a ninja variable) or ":" (the end of an edge's outputs).
     sources = [s.replace("$", "$$").replace(":", "$:") for s in sources]
     torch_compat.write_ninja_file_to_build_library(path, name, sources, extra_cflags, extra_cuda_cflags, ldflags,
-                                                   extra_include_paths, with_cuda)
+                                                   extra_include_paths, with_cuda, default_arch)
     _set_compile_launcher(path, ccache_binary())
     return object_targets(path)
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from unittest import mock
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # the base of checker's guard mode (guards.py)
@@ -129,7 +131,8 @@ def ninja_writer_problem() -> str | None:
 
 def write_ninja_file_to_build_library(path: str, name: str, sources: list[str], extra_cflags: list[str],
                                       extra_cuda_cflags: list[str], extra_ldflags: list[str],
-                                      extra_include_paths: list[str], with_cuda: bool) -> None:
+                                      extra_include_paths: list[str], with_cuda: bool,
+                                      default_arch: str | None = None) -> None:
     """Let torch write the ninja file that builds extension ``name`` from ``sources``: its compile flags,
     include paths and compilers, as ``torch.utils.cpp_extension.load`` would build it.
 
@@ -137,11 +140,27 @@ def write_ninja_file_to_build_library(path: str, name: str, sources: list[str], 
     extra_cuda_cflags, extra_sycl_cflags, extra_ldflags, extra_include_paths, with_cuda, with_sycl,
     is_standalone)`` in torch 2.8 to 2.14. Another form raises :class:`TorchCompatError`
     (:func:`ninja_writer_problem` tells before a build).
+
+    ``default_arch``: see :func:`default_arch_list`.
     """
     ce = toolchain.cpp_extension()
-    _call_by_name(ce._write_ninja_file_to_build_library,
-                  _ninja_args(path, name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
-                              extra_include_paths, with_cuda))
+    args = _ninja_args(path, name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
+                       with_cuda)
+    with default_arch_list(default_arch if with_cuda else None):
+        _call_by_name(ce._write_ninja_file_to_build_library, args)
+
+
+@contextlib.contextmanager
+def default_arch_list(default_arch: str | None) -> Iterator[None]:
+    """While inside, TORCH_CUDA_ARCH_LIST is ``default_arch`` ("9.0"; None: unchanged), the arch jitload builds
+    for where neither that variable nor a GPU names one (its nvcc flags are then in ``extra_cuda_cflags``).
+
+    torch 2.9 on reads arch flags from ``extra_cuda_cflags``; torch 2.8's ninja writer and ``load()`` read only
+    TORCH_CUDA_ARCH_LIST and the visible GPUs, and with neither fail on an empty list. The variable is set for
+    torch's call alone; torch 2.8 then adds the same ``-gencode`` once more, which nvcc takes as one.
+    """
+    with mock.patch.dict(os.environ, {"TORCH_CUDA_ARCH_LIST": default_arch} if default_arch else {}):
+        yield
 
 
 _warned: set[str] = set()

@@ -19,10 +19,11 @@ import sys
 from dataclasses import dataclass
 
 # The torch to install for each CUDA major of nvcc. 13: the CUDA 13.0 build (a CPU machine takes it too: it
-# runs there and builds C++ extensions). 12: the article's container's torch, from PyTorch's CUDA 12.8 index.
+# runs there and builds C++ extensions). 12: the article's container's torch; PyPI's torch 2.8.0 is its CUDA 12.8
+# build, so no other index is needed (a machine that reaches only PyPI installs it too).
 BUILDS: dict[int | None, tuple[str, str | None]] = {
     13: ("torch==2.14.1", None),
-    12: ("torch==2.8.0", "https://download.pytorch.org/whl/cu128"),
+    12: ("torch==2.8.0", None),
     None: ("torch==2.14.1", None),
 }
 
