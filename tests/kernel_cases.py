@@ -9,7 +9,10 @@ import torch
 from jitload.builder import toolchain
 from jitload.harness import objdump
 
-HAVE_NVCC = toolchain.find_cuda_home() is not None
+# Why CUDA sources cannot be compiled here, or None. Besides no toolkit at all: an nvcc of another CUDA major than
+# torch's, which jitload refuses (CI's torch 2.8 lane: that torch is CUDA 12's, the machine's nvcc is 13.0).
+NO_CUDA_BUILDS = "no CUDA toolkit" if toolchain.find_cuda_home() is None else toolchain.cuda_major_problem()
+HAVE_NVCC = NO_CUDA_BUILDS is None
 
 
 def check_all(kernel, ext, device: str) -> None:

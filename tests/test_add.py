@@ -3,7 +3,7 @@ loads, no spills), and, marked cuda, misaligned inputs and more than 2^31 elemen
 
 import pytest
 import torch
-from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS, check_all, cuda_source_compiled_for_sm90, no_spills
 
 from jitload.harness import objdump
 
@@ -41,12 +41,12 @@ def test_empty_tensors(add, device):
     assert torch.ops.jitload.add(e, e).shape == (0, 4)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_cuda_source_compiled_for_sm90(add):
     cuda_source_compiled_for_sm90(*add)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_no_spills_and_16_byte_loads(add):
     no_spills(add[1])
     sass = objdump.sass(add[1], "map_vec_kernel<float")

@@ -4,7 +4,7 @@ non-contiguous tensors, its sm_90 object, and, marked cuda, misaligned inputs, a
 
 import pytest
 import torch
-from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS, check_all, cuda_source_compiled_for_sm90, no_spills
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,12 @@ def test_non_contiguous_inputs(add_relu):
     torch.testing.assert_close(torch.ops.jitload.add_relu(a, b), (a + b).relu())
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_cuda_source_compiled_for_sm90(add_relu):
     cuda_source_compiled_for_sm90(*add_relu)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_no_spills(add_relu):
     no_spills(add_relu[1])
 

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS, check_all, cuda_source_compiled_for_sm90, no_spills
 
 from jitload.harness import objdump
 from jitload.harness.checker import check
@@ -59,17 +59,17 @@ def test_empty_tensors(bias_gelu, device):
     assert torch.ops.jitload.bias_gelu(e, torch.ones(4, device=device)).shape == (0, 4)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_cuda_source_compiled_for_sm90(bias_gelu):
     cuda_source_compiled_for_sm90(*bias_gelu)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_no_spills(bias_gelu):
     no_spills(bias_gelu[1])
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_float32_forward_keeps_its_measured_shape(bias_gelu):
     # bias_gelu's float32 forward reached torch.compile's speed on an H200 only with 32 registers (100%
     # occupancy at 128 threads), a plain ld.global for x and an evict_last load for the bias. ptxas

@@ -10,6 +10,7 @@ from extensions import PYTHON
 
 from jitload.builder import toolchain
 from jitload.harness.benchmark import PEAK
+from jitload.ui import doctor
 
 
 def _jitload(*args, env=None):
@@ -18,7 +19,10 @@ def _jitload(*args, env=None):
 
 def test_doctor_reports_this_machine():
     out = _jitload("doctor")
-    assert out.returncode == 0, out.stdout + out.stderr
+    # An nvcc of another CUDA major than torch's is an error (CI's torch 2.8 lane has nvcc 13 only).
+    mismatch = toolchain.cuda_major_problem()
+    assert out.returncode == (1 if mismatch else 0), out.stdout + out.stderr
+    assert ("ERROR: nvcc" in out.stdout) == bool(mismatch)
     text = out.stdout
     line = re.search(rf"^torch +{re.escape(torch.__version__)} \((.*)\)$", text, re.M)
     assert line, text  # the version, and why it fits: whether its CUDA major is nvcc's
@@ -37,6 +41,40 @@ def test_doctor_reports_this_machine():
     if not torch.cuda.is_available():
         assert "none visible" in text and "no GPU visible" in text
     assert "No CUDA runtime is found" not in out.stderr  # torch's misleading guess is not repeated
+
+
+def test_a_probe_that_raises_is_a_fail_line_and_the_others_still_run(monkeypatch):
+    def broken():
+        raise OSError("planted: the cache folder cannot be read")
+
+    monkeypatch.setattr(doctor.hostjit, "describe", broken)
+    monkeypatch.setattr(doctor.toolchain, "effective_arch_list", lambda: 1 / 0)
+    text, ok = doctor.report()
+    assert not ok
+    assert re.search(r"^FAIL: describing the host JIT raised OSError at test_cli\.py:\d+: planted: the cache folder "
+                     r"cannot be read$", text, re.M), text
+    assert "FAIL: choosing the CUDA arch list raised ZeroDivisionError" in text
+    assert re.search(r"^host JIT +\(its probe failed: see below\)$", text, re.M)
+    assert re.search(r"^cache +\S", text, re.M) and "compiler probe" in text  # the rest still ran
+    assert "Traceback" not in text
+
+
+def test_a_compiler_probe_served_without_a_library_file_is_a_failed_probe(monkeypatch, tmp_path):
+    """Once the interpreter's PCH exists, a first load may be served by the C++ interpreter, whose module has no
+    file: the probe, which needs a library to run in a new process, is always a full build, and says so if not."""
+    seen = {}
+
+    class Interpreted:
+        module = type(os)("interpreted")  # a module without __file__
+
+    def load(*args, **kwargs):
+        seen["host_jit"] = os.environ.get("JITLOAD_HOST_JIT")
+        return Interpreted()
+
+    monkeypatch.setattr(doctor, "load", load)
+    outcome = doctor._probe_once("/usr/bin/g++", str(tmp_path))
+    assert seen["host_jit"] == "0"
+    assert not outcome.ok and "without a library file" in outcome.detail
 
 
 def test_unknown_kernel_is_a_clear_error():

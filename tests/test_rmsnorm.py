@@ -3,7 +3,7 @@ bad input, empty tensors, forward only, its sm_90 object, and, marked cuda, the 
 
 import pytest
 import torch
-from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills, widths_case
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS, check_all, cuda_source_compiled_for_sm90, no_spills, widths_case
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +59,12 @@ def test_forward_only_refuses_backprop(rmsnorm):
         torch.testing.assert_close(out, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_cuda_source_compiled_for_sm90(rmsnorm):
     cuda_source_compiled_for_sm90(*rmsnorm)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_no_spills(rmsnorm):
     no_spills(rmsnorm[1])
 

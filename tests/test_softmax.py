@@ -4,7 +4,7 @@ the same on the GPU."""
 
 import pytest
 import torch
-from kernel_cases import HAVE_NVCC, check_all, cuda_source_compiled_for_sm90, no_spills, widths_case
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS, check_all, cuda_source_compiled_for_sm90, no_spills, widths_case
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +81,12 @@ def test_forward_only_refuses_backprop(softmax):
             torch.testing.assert_close(op(x), torch.softmax(x, -1))
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_cuda_source_compiled_for_sm90(softmax):
     cuda_source_compiled_for_sm90(*softmax)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA toolkit")
+@pytest.mark.skipif(not HAVE_NVCC, reason=str(NO_CUDA_BUILDS))
 def test_no_spills(softmax):
     no_spills(softmax[1])
 

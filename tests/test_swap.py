@@ -17,13 +17,15 @@ import time
 
 import pytest
 import torch
+from kernel_cases import HAVE_NVCC, NO_CUDA_BUILDS
 
 import jitload
 from jitload.builder import devicecode, fingerprint, manifest, swap, toolchain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
 NVCC = os.path.join(toolchain.find_cuda_home() or "/usr/local/cuda", "bin", "nvcc")
-needs_nvcc = pytest.mark.skipif(not os.path.exists(NVCC), reason="nvcc not found (no CUDA toolkit)")
+needs_nvcc = pytest.mark.skipif(not os.path.exists(NVCC) or not HAVE_NVCC,
+                                reason=str(NO_CUDA_BUILDS or "nvcc not found (no CUDA toolkit)"))
 
 
 def _read(name):

@@ -1,10 +1,13 @@
 """CUDA_HOME detection, build keys and cache folders."""
 
 import os
+import re
 import stat
 
 import pytest
+import torch
 
+import jitload
 from jitload.builder import toolchain
 from jitload.builder.extension import BuildSpec
 
@@ -83,3 +86,21 @@ def test_default_arch_only_without_any_other_source(monkeypatch):
     assert toolchain.default_arch_flags(["-arch=sm_80"]) == []
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")
     assert toolchain.default_arch_flags([]) == []
+
+
+@pytest.mark.skipif(toolchain.find_cuda_home() is None or torch.version.cuda is None,
+                    reason="needs an nvcc and a CUDA build of torch to compare")
+def test_an_nvcc_of_another_cuda_major_than_torchs_is_refused_before_a_build(monkeypatch, tmp_path):
+    """torch 2.8 only warns when nvcc's CUDA major is not its own, then builds a mixed extension; jitload stops."""
+    nvcc = toolchain.nvcc_version(toolchain.find_cuda_home())
+    other = "12.8" if nvcc.split(".")[0] != "12" else "13.0"
+    monkeypatch.setattr(torch.version, "cuda", other)
+    problem = toolchain.cuda_major_problem()
+    assert problem and f"nvcc {nvcc}" in problem and f"built with CUDA {other}" in problem
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k() {}\n")
+    with pytest.raises(RuntimeError, match=f"cannot build mixed: nvcc {re.escape(nvcc)}"):
+        jitload.load("mixed", [str(source)], build_directory=str(tmp_path / "build"))
+    assert not (tmp_path / "build").exists()
+    monkeypatch.setattr(torch.version, "cuda", nvcc)
+    assert toolchain.cuda_major_problem() is None

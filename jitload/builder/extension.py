@@ -766,6 +766,8 @@ def _spec(name: str, sources: str | Sequence[str], *, extra_cflags: Sequence[str
     _check_sources(source_list)
     if with_cuda is None:
         with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in source_list)
+    if with_cuda and (problem := toolchain.cuda_major_problem()):
+        raise RuntimeError(f"cannot build {name}: {problem}")
     directory = os.path.abspath(build_directory) if build_directory else os.path.join(toolchain.cache_root(), name)
     return BuildSpec(name, tuple(source_list), tuple(_as_list(extra_cflags)), tuple(_as_list(extra_cuda_cflags)),
                      tuple(_as_list(extra_ldflags)),

@@ -121,6 +121,33 @@ def nvcc_version(cuda_home: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def cuda_major_problem() -> str | None:
+    """Why this torch cannot build CUDA sources with the toolkit found (its nvcc is another CUDA major than the
+    one torch was built with), or None: they match, or there is no toolkit or no CUDA torch to compare.
+
+    torch 2.8 only warns about the mismatch, then links a CUDA 12 extension against CUDA 13 headers' code (or the
+    other way round); jitload refuses it up front, as `jitload doctor` reports it.
+    """
+    home = find_cuda_home()
+    if not home or not torch.version.cuda:
+        return None
+    try:
+        stamp = os.stat(os.path.join(home, "bin", "nvcc")).st_mtime_ns
+    except OSError:
+        return None
+    release = _nvcc_release(home, stamp)
+    if release is None or release.split(".")[0] == torch.version.cuda.split(".")[0]:
+        return None
+    return (f"nvcc {release} ({home}) is CUDA {release.split('.')[0]}, but torch {torch.__version__} was built "
+            f"with CUDA {torch.version.cuda}: CUDA sources need a toolkit of CUDA {torch.version.cuda.split('.')[0]} "
+            "(set CUDA_HOME to one) or a torch of nvcc's CUDA major (`jitload doctor` says which)")
+
+
+@functools.lru_cache(maxsize=8)
+def _nvcc_release(home: str, stamp: int) -> str | None:
+    return nvcc_version(home)  # one `nvcc --version` per toolkit and nvcc file
+
+
 def library_include_dirs(cuda_home: str | None) -> list[str]:
     """Include dirs of the CUDA library wheels torch depends on, when the toolkit lacks those headers.
 
