@@ -62,7 +62,7 @@ test: $(VENV)/.installed lint
 VENV_TORCH28 ?= .venv-torch2.8
 TORCH28_TESTS ?= tests/test_torch_compat.py tests/test_torch_select.py tests/test_toolchain.py \
 	tests/test_compiler_probe.py tests/test_cli.py tests/test_extension.py tests/test_swap.py \
-	tests/test_hostjit.py tests/test_checker.py tests/test_errors.py tests/test_fingerprint.py
+	tests/test_hostjit.py tests/test_checker.py tests/test_errors.py tests/test_fingerprint.py tests/test_docker.py
 $(VENV_TORCH28)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_TORCH28)
 	$(VENV_TORCH28)/bin/pip install --quiet --upgrade pip

