@@ -12,9 +12,11 @@ recorded.
 One run, one commit: the run's date, GPU, torch, CUDA, Python, git commit and run time go into the notebook's
 metadata under ``jitload_run``, and every notebook's first code cell prints the same facts as its first output
 line (``run_line``, computed inside the notebook's own kernel; the runner refuses a notebook without that cell).
-notebooks/README.md's table is generated from that metadata (``--readme``), and ``stale_reason`` in
-tests/test_notebook_runs.py says when a notebook's recorded commit is older than the last change to the jitload or
-kernel files it uses (a check of every committed notebook once all of them carry one run's outputs).
+The metadata also holds the digest of the code cells that ran (``code_digest``). notebooks/README.md's table is
+generated from that metadata (``--readme``), and ``stale_reason`` in tests/test_notebook_runs.py says when a
+notebook's outputs no longer show its code: its code cells differ from those that ran, or a kernel folder or
+article file it builds changed after the recorded commit. A change to jitload/ alone does not make them stale:
+CI executes every notebook on CPU, and the GPU tests run jitload's paths, which proves they still run.
 In a copy of the tree without ``.git``, set ``JITLOAD_RUN_COMMIT`` to the full hash it was copied from (with no
 edits to jitload/, kernels/ or benchmarks/ since), or the run records no commit and that test fails.
 """
@@ -75,6 +77,15 @@ def run_info() -> dict:
         info["commit"] = os.environ[COMMIT_VARIABLE]
         info["commit_from"] = COMMIT_VARIABLE
     return info
+
+
+def code_digest(nb) -> str:
+    """The sha256 of a notebook's code cells, in order (their outputs and the markdown cells left out)."""
+    import hashlib
+    import json
+
+    sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    return hashlib.sha256(json.dumps(sources).encode()).hexdigest()
 
 
 def run_line(info: dict | None = None) -> str:
@@ -161,7 +172,7 @@ def execute(path: str, *, write: bool, timeout: int) -> float:
         info = now if printed == run_line(now) else info
     if printed != run_line(info):  # the kernel ran somewhere else than the runner thinks (another venv, GPU)
         raise RuntimeError(f"{os.path.basename(path)} printed {printed!r}, the runner saw {run_line(info)!r}")
-    nb.metadata["jitload_run"] = {**info, "seconds": round(seconds)}
+    nb.metadata["jitload_run"] = {**info, "seconds": round(seconds), "code_digest": code_digest(nb)}
     if write:
         nbformat.write(nb, path)
     return seconds

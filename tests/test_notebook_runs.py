@@ -1,5 +1,6 @@
 """The tools that keep committed notebook outputs honest: the run line a notebook prints, the README table made
-from the recorded runs, and the staleness rule (a run is stale once jitload/ or a kernel it names changed).
+from the recorded runs, and the staleness rule (a run is stale once the notebook's own code cells, a kernel folder
+or an article file it builds changed; a change to jitload/ alone does not, as CI executes every notebook).
 
 No notebook is executed here (tests/test_notebooks.py does that); these read the committed files and git.
 """
@@ -39,23 +40,24 @@ def _history_reason():
 
 
 def used_paths(nb) -> list[str]:
-    """What a notebook's outputs depend on: jitload/, and kernels/<name>/ (with kernels/common/) for each kernel
-    its code names, as a string ("add_relu"), a path (kernels/add_relu) or an op (torch.ops.jitload.add_relu);
-    then the other sources it names by path (the article's files, a file of tests/swap_corpus)."""
+    """What a notebook's outputs depend on besides its own cells: kernels/<name>/ (with kernels/common/) for each
+    kernel its code names, as a string ("add_relu"), a path (kernels/add_relu) or an op
+    (torch.ops.jitload.add_relu); then the other sources it names by path (the article's files, a file of
+    tests/swap_corpus)."""
     code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
     used = [name for name in KERNELS if re.search(
         rf"""["']{name}["']|kernels/{name}\b|torch\.ops\.jitload\.{name}\b""", code)]
     named = sorted(set(re.findall(r"""["'](notebooks/article|tests/swap_corpus/[\w.]+)["'/]""", code)))
-    return ["jitload"] + ([f"kernels/{name}" for name in used] + ["kernels/common"] if used else []) + named
+    return ([f"kernels/{name}" for name in used] + ["kernels/common"] if used else []) + named
 
 
 def test_used_paths_reads_kernel_names():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'kernels.get("add_relu")\nopen("kernels/softmax/softmax.cu")\ntorch.ops.jitload.rmsnorm(x)\n"additive"')])
-    assert used_paths(nb) == ["jitload", "kernels/add_relu", "kernels/rmsnorm", "kernels/softmax", "kernels/common"]
+    assert used_paths(nb) == ["kernels/add_relu", "kernels/rmsnorm", "kernels/softmax", "kernels/common"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'os.path.abspath("notebooks/article")\nopen("tests/swap_corpus/dispatch_template.cu")')])
-    assert used_paths(nb) == ["jitload", "notebooks/article", "tests/swap_corpus/dispatch_template.cu"]
+    assert used_paths(nb) == ["notebooks/article", "tests/swap_corpus/dispatch_template.cu"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -74,11 +76,13 @@ def stale_reason(nb, name: str) -> str | None:
         return f"{name} records no commit"
     if run.get("dirty"):
         return f"{name} ran with uncommitted changes to jitload or kernels"
+    if run.get("code_digest") != RUNNER["code_digest"](nb):
+        return f"{name}'s code cells are not those its outputs came from (its recorded code_digest)"
     if _git("cat-file", "-e", f"{run['commit']}^{{commit}}").returncode != 0:
         return f"{name} ran at {run['commit']}, which is not in this repository's history"
     paths = used_paths(nb)
-    last = _git("log", "-1", "--format=%H", "--", *paths).stdout.strip()
-    if _git("merge-base", "--is-ancestor", last, run["commit"]).returncode != 0:
+    last = _git("log", "-1", "--format=%H", "--", *paths).stdout.strip() if paths else ""
+    if last and _git("merge-base", "--is-ancestor", last, run["commit"]).returncode != 0:
         changed = _git("show", "--stat", "--format=", last, "--", *paths).stdout.strip()
         return f"{name} ran at {run['commit'][:10]}, before {last[:10]} changed\n{changed}"
     return None
@@ -99,17 +103,43 @@ def test_stale_reason_compares_with_the_last_change_of_the_files_used():
     if reason:
         pytest.skip(reason)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('kernels.get("add")')])
-    last = _git("log", "-1", "--format=%H", "--", "jitload", "kernels/add", "kernels/common").stdout.strip()
-    nb.metadata["jitload_run"] = {"commit": last}
+    digest = RUNNER["code_digest"](nb)
+    last = _git("log", "-1", "--format=%H", "--", "kernels/add", "kernels/common").stdout.strip()
+    nb.metadata["jitload_run"] = {"commit": last, "code_digest": digest}
     assert stale_reason(nb, "nb") is None
-    nb.metadata["jitload_run"] = {"commit": last, "dirty": True}
+    nb.metadata["jitload_run"] = {"commit": last, "code_digest": digest, "dirty": True}
     assert "uncommitted" in stale_reason(nb, "nb")
     parent = _git("rev-parse", f"{last}^").stdout.strip()
     if parent:  # the commit before the last change to those files is older than it
-        nb.metadata["jitload_run"] = {"commit": parent}
+        nb.metadata["jitload_run"] = {"commit": parent, "code_digest": digest}
         assert f"before {last[:10]} changed" in stale_reason(nb, "nb")
-    nb.metadata["jitload_run"] = {"commit": "0" * 40}
+    nb.metadata["jitload_run"] = {"commit": "0" * 40, "code_digest": digest}
     assert "not in this repository's history" in stale_reason(nb, "nb")
+
+
+def test_a_change_to_jitload_alone_leaves_the_outputs_current():
+    reason = _history_reason()
+    if reason:
+        pytest.skip(reason)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('kernels.get("add")')])
+    kernel = _git("log", "-1", "--format=%H", "--", "kernels/add", "kernels/common").stdout.strip()
+    after = _git("log", "--format=%H", f"{kernel}..HEAD", "--", "jitload").stdout.split()
+    if len(after) < 2:
+        pytest.skip("jitload/ has not changed twice since kernels/add last changed")
+    nb.metadata["jitload_run"] = {"commit": after[-1], "code_digest": RUNNER["code_digest"](nb)}
+    assert stale_reason(nb, "nb") is None  # jitload/ changed after that commit (at least at HEAD): still current
+
+
+def test_an_edit_of_a_code_cell_makes_the_outputs_stale_and_a_markdown_edit_does_not():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("text"),
+                                         nbformat.v4.new_code_cell("x = 1")])
+    head = _git("rev-parse", "HEAD").stdout.strip()
+    nb.metadata["jitload_run"] = {"commit": head, "code_digest": RUNNER["code_digest"](nb)}
+    nb.cells[0].source = "other text"
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1")]
+    assert RUNNER["code_digest"](nb) == nb.metadata["jitload_run"]["code_digest"]
+    nb.cells[1].source = "x = 2"
+    assert "code cells are not those its outputs came from" in stale_reason(nb, "nb")
 
 
 def test_readme_table_is_generated_from_the_metadata():
