@@ -237,3 +237,27 @@ def test_no_private_torch_call_outside_torch_compat():
                 text = f.read()
             found += [f"{os.path.relpath(path, root)}: {m.group()}" for m in PRIVATE.finditer(text)]
     assert not found
+
+
+def test_the_default_arch_is_set_for_the_call_alone_and_nothing_else_moves(monkeypatch):
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.setenv("JITLOAD_PROBE_VAR", "kept")
+    with torch_compat.default_arch_list("9.0"):
+        assert os.environ["TORCH_CUDA_ARCH_LIST"] == "9.0"
+        os.environ["JITLOAD_PROBE_VAR"] = "set inside"  # another thread's write is not undone
+    assert "TORCH_CUDA_ARCH_LIST" not in os.environ and os.environ["JITLOAD_PROBE_VAR"] == "set inside"
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")
+    with torch_compat.default_arch_list(None):
+        assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0"
+    with torch_compat.default_arch_list("9.0"):
+        pass
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0"
+
+
+def test_a_positional_only_parameter_is_an_unknown_form(monkeypatch):
+    namespace = {}
+    exec("def _prepare_ldflags(extra_ldflags, with_cuda, /, verbose, is_standalone):\n    return []", namespace)
+    monkeypatch.setattr(toolchain.cpp_extension(), "_prepare_ldflags", namespace["_prepare_ldflags"])
+    monkeypatch.setattr(torch_compat, "_warned", set())
+    with pytest.warns(UserWarning, match="lacks extra_ldflags, with_cuda"):
+        assert "-ltorch" in torch_compat.prepare_ldflags([], False)

@@ -851,7 +851,7 @@ def _torch_load(spec: BuildSpec, verbose: bool, is_standalone: bool) -> types.Mo
         arch_flags = toolchain.default_arch_flags(cuda_flags)
         cuda_flags += arch_flags
     trust.private_dir(spec.build_directory)
-    default_arch = toolchain.DEFAULT_ARCH if arch_flags else None
+    default_arch = None if not spec.with_cuda or toolchain.arch_named() else toolchain.DEFAULT_ARCH
     with build_lock(spec.build_directory), torch_compat.default_arch_list(default_arch):
         return cpp_extension.load(**{**spec.torch_args(), "extra_cuda_cflags": cuda_flags}, verbose=verbose,
                                   is_python_module=spec.python_module, is_standalone=is_standalone)

@@ -140,12 +140,12 @@ def cuda_major_problem() -> str | None:
         return None
     return (f"nvcc {release} ({home}) is CUDA {release.split('.')[0]}, but torch {torch.__version__} was built "
             f"with CUDA {torch.version.cuda}: CUDA sources need a toolkit of CUDA {torch.version.cuda.split('.')[0]} "
-            "(set CUDA_HOME to one) or a torch of nvcc's CUDA major (`jitload doctor` says which)")
+            "(set CUDA_HOME to one before Python starts) or a torch of nvcc's CUDA major (`jitload doctor` says which)")
 
 
 @functools.lru_cache(maxsize=8)
 def _nvcc_release(home: str, stamp: int) -> str | None:
-    return nvcc_version(home)  # one `nvcc --version` per toolkit and nvcc file
+    return nvcc_version.__wrapped__(home)  # one `nvcc --version` per toolkit and nvcc file (its mtime)
 
 
 def library_include_dirs(cuda_home: str | None) -> list[str]:
@@ -159,6 +159,11 @@ def library_include_dirs(cuda_home: str | None) -> list[str]:
     site = os.path.dirname(os.path.dirname(torch.__file__))
     return sorted(d for d in glob.glob(os.path.join(site, "nvidia", "*", "include"))
                   if os.path.isfile(os.path.join(d, "cusparse.h")))
+
+
+def arch_named() -> bool:
+    """Whether TORCH_CUDA_ARCH_LIST or a visible GPU names the architectures torch's own arch flags are for."""
+    return bool(settings.get("TORCH_CUDA_ARCH_LIST")) or (torch.cuda.is_available() and torch.cuda.device_count() > 0)
 
 
 def default_arch_flags(extra_cuda_cflags: list[str]) -> list[str]:

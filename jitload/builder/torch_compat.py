@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
-from unittest import mock
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # the base of checker's guard mode (guards.py)
@@ -54,12 +54,12 @@ def _fit(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any]
     parameters with defaults (a newer torch) are left to their defaults; anything else missing, or a required
     parameter jitload does not pass, is a form jitload does not know.
     """
-    params = inspect.signature(fn).parameters
+    params = {n: p for n, p in inspect.signature(fn).parameters.items() if p.kind is not p.POSITIONAL_ONLY}
     fitted = {k: v for k, v in kwargs.items()
               if k in params or not (k in _ABSENT_MEANS_OFF and _ABSENT_MEANS_OFF[k] == v)}
     missing = [k for k in fitted if k not in params]
-    required = [n for n, p in params.items() if p.default is p.empty and n not in fitted
-                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    required = [n for n, p in inspect.signature(fn).parameters.items() if p.default is p.empty and n not in fitted
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]  # a positional-only one cannot be named
     if not missing and not required:
         return fitted, None
     return fitted, (
@@ -159,8 +159,24 @@ def default_arch_list(default_arch: str | None) -> Iterator[None]:
     TORCH_CUDA_ARCH_LIST and the visible GPUs, and with neither fail on an empty list. The variable is set for
     torch's call alone; torch 2.8 then adds the same ``-gencode`` once more, which nvcc takes as one.
     """
-    with mock.patch.dict(os.environ, {"TORCH_CUDA_ARCH_LIST": default_arch} if default_arch else {}):
+    if not default_arch:
         yield
+        return
+    # One key, set and put back under a lock: builds in other threads (a widget's, the watcher's) read the
+    # environment meanwhile, and two of these may overlap.
+    with _ARCH_LOCK:
+        before = os.environ.get("TORCH_CUDA_ARCH_LIST")
+        os.environ["TORCH_CUDA_ARCH_LIST"] = default_arch
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+            else:
+                os.environ["TORCH_CUDA_ARCH_LIST"] = before
+
+
+_ARCH_LOCK = threading.Lock()
 
 
 _warned: set[str] = set()

@@ -137,10 +137,7 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
     nvcc = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else shutil.which("nvcc")
     nvcc_ver = _guard(problems, f"reading nvcc's version ({nvcc})", lambda: toolchain.nvcc_version(cuda_home), None)
     cxx = toolchain.host_compiler()
-    try:
-        ninja = build.ninja_binary()
-    except RuntimeError:
-        ninja = None
+    ninja = _guard(problems, "finding ninja", _ninja, None)
     gpus = _guard(problems, "listing the GPUs", _gpus, None)
     facts = [
         ("torch", f"{torch.__version__} ({_torch_origin(nvcc_ver)})"),
@@ -162,8 +159,16 @@ def diagnose() -> tuple[list[tuple[str, str]], list[Problem]]:
                lambda: _check_compiler(cxx, facts, problems), None)
     if ninja is None:
         problems.append(Problem("error", "ninja not found", "pip install ninja"))
-    problems.extend(_toolchain_problems(cuda_home, torch_guess, nvcc_ver, bool(gpus)))
+    problems.extend(_guard(problems, "checking the toolchain against torch",
+                           lambda: _toolchain_problems(cuda_home, torch_guess, nvcc_ver, bool(gpus)), []))
     return facts, problems
+
+
+def _ninja() -> str | None:
+    try:
+        return build.ninja_binary()
+    except RuntimeError:  # not found: an ERROR line below, not a failed probe
+        return None
 
 
 def _gpus() -> list[str]:
