@@ -149,10 +149,8 @@ def write_ninja_file(
     default_arch = None
     if with_cuda:
         toolchain.ensure_torch_cuda_home()
-        arch_flags = toolchain.default_arch_flags(extra_cuda_cflags)
-        # torch 2.8 fails without an arch from the environment or a GPU, even where the user's flags name one
-        default_arch = None if toolchain.arch_named() else toolchain.DEFAULT_ARCH
-        extra_cuda_cflags = extra_cuda_cflags + arch_flags
+        default_arch = toolchain.fallback_arch()
+        extra_cuda_cflags = extra_cuda_cflags + toolchain.default_arch_flags(extra_cuda_cflags)
         extra_include_paths = extra_include_paths + toolchain.library_include_dirs(toolchain.find_cuda_home())
         extra_ldflags = extra_ldflags + shim.link_flags()
     ldflags = torch_compat.prepare_ldflags(list(extra_ldflags), with_cuda)

@@ -845,13 +845,11 @@ def load(
 def _torch_load(spec: BuildSpec, verbose: bool, is_standalone: bool) -> types.ModuleType | str | None:
     cpp_extension = toolchain.cpp_extension()
     cuda_flags = list(spec.extra_cuda_cflags)
-    arch_flags = []
     if spec.with_cuda:
         toolchain.ensure_torch_cuda_home()
-        arch_flags = toolchain.default_arch_flags(cuda_flags)
-        cuda_flags += arch_flags
+        cuda_flags += toolchain.default_arch_flags(cuda_flags)
     trust.private_dir(spec.build_directory)
-    default_arch = None if not spec.with_cuda or toolchain.arch_named() else toolchain.DEFAULT_ARCH
+    default_arch = toolchain.fallback_arch() if spec.with_cuda else None
     with build_lock(spec.build_directory), torch_compat.default_arch_list(default_arch):
         return cpp_extension.load(**{**spec.torch_args(), "extra_cuda_cflags": cuda_flags}, verbose=verbose,
                                   is_python_module=spec.python_module, is_standalone=is_standalone)

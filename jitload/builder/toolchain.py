@@ -166,11 +166,15 @@ def arch_named() -> bool:
     return bool(settings.get("TORCH_CUDA_ARCH_LIST")) or (torch.cuda.is_available() and torch.cuda.device_count() > 0)
 
 
+def fallback_arch() -> str | None:
+    """:data:`DEFAULT_ARCH` where neither TORCH_CUDA_ARCH_LIST nor a visible GPU names an arch, else None: what
+    torch 2.8, which reads arch flags from nothing else (not the user's flags), is given for its call."""
+    return None if arch_named() else DEFAULT_ARCH
+
+
 def default_arch_flags(extra_cuda_cflags: list[str]) -> list[str]:
     """nvcc arch flags to add when neither the user, TORCH_CUDA_ARCH_LIST nor a visible GPU names one."""
-    if settings.get("TORCH_CUDA_ARCH_LIST") or any("arch" in f for f in extra_cuda_cflags):
-        return []
-    if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+    if arch_named() or any("arch" in f for f in extra_cuda_cflags):
         return []
     num = DEFAULT_ARCH.replace(".", "")
     return [f"-gencode=arch=compute_{num},code=sm_{num}"]
