@@ -27,14 +27,15 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # the base of checker's guard mode (guards.py)
 
+from .. import settings
 from . import toolchain
 
 __all__ = ["TESTED", "TorchCompatError", "TorchDispatchMode", "dispatch_keys_below_python",
            "include_paths", "is_op", "load_dynamo", "ninja_writer_problem", "parse_schema", "prepare_ldflags",
            "public_ldflags", "room_for_compiled_graphs", "write_ninja_file_to_build_library"]
 
-# The torch releases every function below is read from and tested with: docker/Dockerfile's (2.8), the GPU
-# machine's (2.11), make's (2.14) and those between them that PyPI serves; CI's torch 2.8 lane runs the tests.
+# The torch releases every function below is read from and tested with: docker/Dockerfile's (2.8), make's (2.14)
+# and the releases between them that PyPI serves; make test runs the tests on 2.14 and on 2.8.
 TESTED = ("2.8", "2.9", "2.10", "2.11", "2.14")
 
 
@@ -165,7 +166,7 @@ def default_arch_list(default_arch: str | None) -> Iterator[None]:
     # One key, set and put back under a lock: builds in other threads (a widget's, the watcher's) read the
     # environment meanwhile, and two of these may overlap.
     with _ARCH_LOCK:
-        before = os.environ.get("TORCH_CUDA_ARCH_LIST")
+        before = settings.get("TORCH_CUDA_ARCH_LIST")  # unset or empty: the same to torch
         os.environ["TORCH_CUDA_ARCH_LIST"] = default_arch
         try:
             yield
