@@ -13,6 +13,7 @@ import torch
 
 from jitload import kernels
 from jitload.harness.checker import DEFAULT_SIZES, GRAD_OUTPUTS, check
+from jitload.harness.layouts import MIXED
 
 
 def reference_add(a, b):
@@ -86,8 +87,27 @@ def test_mixed_layouts_catch_a_kernel_that_trusts_its_first_input():
     plain = check(reads_b_as_dense_when_a_is, reference_add, rows, sizes=(512,),
                   **_fast(layouts=("contiguous", "strided", "padded", "transposed")))
     assert plain.ok, plain  # every input in one layout: it works
-    mixed = check(reads_b_as_dense_when_a_is, reference_add, rows, sizes=(512,), **_fast(layouts=("mixed",)))
-    assert {f.layout for f in mixed.failures} == {"mixed"}
+    mixed = check(reads_b_as_dense_when_a_is, reference_add, rows, sizes=(512,), **_fast(layouts=MIXED))
+    assert {f.layout for f in mixed.failures} == set(MIXED)
+
+
+def reads_b_through_a_dense_pointer_when_a_is_contiguous(a, b):
+    if a.is_contiguous():  # b's elements taken as the len(b) after its data pointer
+        return a + torch.as_strided(b, b.shape, torch.empty(b.shape).stride(), b.storage_offset())
+    return a + b
+
+
+def test_every_other_input_is_mixed_in_each_layout_that_leaves_it_non_contiguous():
+    report = check(reads_b_through_a_dense_pointer_when_a_is_contiguous, reference_add, make_inputs,
+                   **_fast(sizes=DEFAULT_SIZES))
+    # A 1-D b padded is only offset, transposed unchanged, and of 0 or 1 elements contiguous under any layout:
+    # read as dense it reads right, so those cases are not run; strided and expanded (stride 0) b read wrong.
+    assert {f.layout for f in report.failures} == {"mixed_expanded", "mixed_strided"}, report
+    mixed = report.table[report.table["layout"].isin(MIXED)]
+    assert set(mixed["layout"]) == {"mixed_expanded", "mixed_strided"}
+    assert set(mixed["size"]) == {n for n in DEFAULT_SIZES if n > 1} - {max(DEFAULT_SIZES)}
+    assert not mixed["ok"].any()
+    assert check(reference_add, reference_add, make_inputs, **_fast(sizes=DEFAULT_SIZES)).ok
 
 
 def wrong_when_misaligned(a, b):
@@ -333,7 +353,7 @@ def test_a_check_of_nothing_is_an_error(kwargs, says):
 
 def test_a_report_with_no_case_is_not_a_pass():
     one = lambda size, dtype, device: (torch.randn(size, dtype=dtype, device=device),)  # noqa: E731
-    report = check(torch.neg, torch.neg, one, sizes=(7,), **_fast(layouts=("mixed",)))  # one input: nothing mixed
+    report = check(torch.neg, torch.neg, one, sizes=(7,), **_fast(layouts=MIXED))  # one input: nothing mixed
     assert not report.ok and report.summary() == "FAIL: no case ran"
     assert math.isfinite(len(report.table))
 

@@ -447,11 +447,11 @@ def check(
     vector width, one below and one above), 2^20, 2^20+3 and a large one (2^24+1 on CUDA, 2^22+1 on CPU); a size
     may also be a tuple, which ``make_inputs`` reads as a shape. Every trial runs the inputs as made and in a
     non-contiguous layout; the first trial also runs them, at every size but the largest, padded, one element
-    into their buffers (misaligned), transposed in memory, expanded (stride 0), mixed (one input contiguous, the
-    others not, and the reverse), with NaN, +inf and -inf planted in every floating input, and scaled up where
-    the reference stays finite (the tolerance scaled alike; ``layouts`` picks among
-    :data:`jitload.harness.layouts.LAYOUTS`). ``timed_sizes`` adds cases in make_inputs' own layout (what ``jitload
-    bench`` times).
+    into their buffers (misaligned), transposed in memory, expanded (stride 0), mixed (the first input as made,
+    the others in each of those non-contiguous layouts in turn, and the reverse), with NaN, +inf and -inf planted
+    in every floating input, and scaled up where the reference stays finite (the tolerance scaled alike;
+    ``layouts`` picks among :data:`jitload.harness.layouts.LAYOUTS`). ``timed_sizes`` adds cases in make_inputs'
+    own layout (what ``jitload bench`` times).
 
     A failure names its reason (:data:`REASONS`), case and seed. ``guards`` places every tensor the candidate
     allocates between guard bytes and fails a case that writes past them (:mod:`jitload.harness.guards`). An output

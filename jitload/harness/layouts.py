@@ -3,9 +3,9 @@ was written for (dense, aligned, O(1) values, finite) is run on the others a cal
 
 Each layout takes the inputs ``make_inputs`` returned and gives tensors with the same values (or, for
 ``nonfinite`` and ``large``, planted values) in another memory layout; the reference sees the same tensors. A
-layout returns None where it would test nothing new (a mixed layout of a one-input kernel), and that case is not
-run. Gaps in a padded or strided buffer are filled by the caller's allocation poison (NaN), so a kernel that
-reads them shows NaN.
+layout returns None where it would test nothing new (a mixed layout of a one-input kernel, or one that leaves
+every input it re-lays contiguous), and that case is not run. Gaps in a padded or strided buffer are filled by
+the caller's allocation poison (NaN), so a kernel that reads them shows NaN.
 """
 
 from __future__ import annotations
@@ -81,39 +81,45 @@ def _tensors(inputs: tuple) -> list[int]:
     return [i for i, t in enumerate(inputs) if _tensor(t)]
 
 
-# For a mixed case, the non-contiguous layouts an input is given, in turn; the first that changes the tensor's
-# strides is used (a 1-D tensor cannot be transposed).
-_NON_CONTIGUOUS: tuple[Callable[[Any], Any], ...] = (padded, transposed, expanded, strided)
+# The non-contiguous layouts a mixed case re-lays inputs in, one case each (LAYOUTS' mixed_<name>); expanded
+# changes the values too (every row the first), which any op that only reads its inputs accepts, and the
+# reference sees the same values.
+_NON_CONTIGUOUS: dict[str, Callable[[Any], Any]] = {
+    "padded": padded, "transposed": transposed, "expanded": expanded, "strided": strided}
+MIXED = tuple(f"mixed_{name}" for name in _NON_CONTIGUOUS)
 
 
-def _relaid(t: torch.Tensor, start: int) -> torch.Tensor:
-    for k in range(len(_NON_CONTIGUOUS)):
-        out = _NON_CONTIGUOUS[(start + k) % len(_NON_CONTIGUOUS)](t)
-        if out.stride() != t.stride() or out.storage_offset() != t.storage_offset():
-            return out
-    return t
+def _relaid(t: torch.Tensor, relayout: Callable[[Any], Any]) -> torch.Tensor | None:
+    """``t`` in ``relayout``, or None where that leaves it contiguous: a 1-D tensor padded is only offset, a
+    1-D or (n, 1) one transposed unchanged, one of a single element the same under any. Such a tensor reads right
+    through a pointer walked as dense, so a case of it tests nothing the offset layouts do not."""
+    out = relayout(t)
+    return None if out.is_contiguous() else out
 
 
-def mixed(inputs: tuple) -> tuple | None:
-    """The first tensor as made, every other one non-contiguous (padded, transposed, expanded, ... in turn): a
-    kernel that picks its path from the first input's layout alone reads the others wrongly."""
-    idx = _tensors(inputs)
-    if len(idx) < 2:
-        return None
-    out = list(inputs)
-    for k, i in enumerate(idx[1:]):
-        out[i] = _relaid(inputs[i], k)
-    return tuple(out)
+def _mixed(relayout: Callable[[Any], Any]) -> Callable[[tuple], tuple | None]:
+    def layout(inputs: tuple) -> tuple | None:
+        """The first tensor as made, every other one re-laid where that makes it non-contiguous."""
+        out, changed = list(inputs), False
+        for i in _tensors(inputs)[1:]:
+            relaid = _relaid(inputs[i], relayout)
+            if relaid is not None:
+                out[i], changed = relaid, True
+        return tuple(out) if changed else None
+
+    return layout
 
 
 def mixed_first(inputs: tuple) -> tuple | None:
-    """The first tensor non-contiguous, the others as made."""
+    """The first tensor non-contiguous (the first of the mixed layouts that makes it so), the others as made."""
     idx = _tensors(inputs)
     if len(idx) < 2:
         return None
-    out = list(inputs)
-    out[idx[0]] = _relaid(inputs[idx[0]], 0)
-    return tuple(out)
+    for relayout in _NON_CONTIGUOUS.values():
+        relaid = _relaid(inputs[idx[0]], relayout)
+        if relaid is not None:
+            return tuple(relaid if i == idx[0] else t for i, t in enumerate(inputs))
+    return None
 
 
 def nonfinite(inputs: tuple) -> tuple:
@@ -152,7 +158,9 @@ LAYOUTS: dict[str, Callable[[tuple], tuple | None]] = {
     "offset8": _each(offset8),
     "transposed": _each(transposed),
     "expanded": _each(expanded),
-    "mixed": mixed,
+    # A kernel that picks its path from the first input's layout alone reads the others wrongly in these: the
+    # first as made, every other one in each non-contiguous layout in turn.
+    **{name: _mixed(relayout) for name, relayout in zip(MIXED, _NON_CONTIGUOUS.values(), strict=True)},
     "mixed_first": mixed_first,
     "nonfinite": nonfinite,
     "large": lambda inputs: inputs,
