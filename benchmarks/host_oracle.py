@@ -107,9 +107,7 @@ def record_value(value) -> object:
 def captured_fds(into: dict):
     """fd 1 and 2 (where C and C++ write) into temp files for the duration; C stdio flushed before and after."""
     libc = ctypes.CDLL(None)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    libc.fflush(None)
+    sys.stdout.flush(), sys.stderr.flush(), libc.fflush(None)
     saved, files = {}, {}
     for fd in (1, 2):
         files[fd] = tempfile.TemporaryFile()
@@ -118,9 +116,7 @@ def captured_fds(into: dict):
     try:
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        libc.fflush(None)
+        sys.stdout.flush(), sys.stderr.flush(), libc.fflush(None)
         for fd in (1, 2):
             os.dup2(saved[fd], fd)
             os.close(saved[fd])
@@ -269,10 +265,9 @@ def worker(name: str, edits: list[str], folder: str, log: str, full_only: str | 
 # ---- the parent: workers, outcomes, the report ----
 
 def _events(log: str) -> list[dict]:
-    if not os.path.exists(log):
-        return []
-    with open(log) as f:
+    with contextlib.suppress(FileNotFoundError), open(log) as f:
         return [json.loads(line) for line in f if line.strip()]
+    return []
 
 
 def _spawn(name: str, edits: list[str], folder: str, log: str, full_only: str | None = None) -> str:
@@ -299,14 +294,11 @@ def run_program(name: str, edits: list[str], work: str, progress=print) -> list[
     while todo:
         log = os.path.join(folder, f"events-{len(outcomes)}.jsonl")
         death = _spawn(name, todo, folder, log)
-        events = _events(log)
-        for event in events:
+        by_edit: dict[str, list[dict]] = {}
+        for event in _events(log):
             if event["event"] == "base":
                 progress(f"  {name}: base {event['status']} in {event['seconds']:.1f} s")
-        by_edit: dict[str, list[dict]] = {}
-        for event in events:
-            if "edit" in event:
-                by_edit.setdefault(event["edit"], []).append(event)
+            by_edit.setdefault(event.get("edit", ""), []).append(event)
         reached = [e for e in todo if e in by_edit]
         if not reached:  # the base itself did not load
             outcomes += [{"program": name, "edit": e, "status": "failed", "reason": death or "no base",
@@ -396,6 +388,8 @@ def report(outcomes: list[dict], command: str, seconds: float) -> str:
              "| --- | --- | --- | ---: | ---: | --- |"]
     lines += [f"| {o['program']} | {o['edit']} | {o['status']} | {o['seconds']:.2f} | {len(o['differences'])} "
               f"| {_cell(o['reason'], 200)} |" for o in outcomes]
+    lines += ["", "## Refusals and their reasons", ""] + ([] if refused else ["None."])
+    lines += [f"- {o['program']} / {o['edit']} ({o['status']}): {' '.join(o['reason'].split())}" for o in refused]
     lines += ["", "## Differences (FAILURES)", ""] + ([] if failures else ["None."])
     if failures:
         lines += ["| program | edit | call | interpreter | full build |", "| --- | --- | --- | --- | --- |"]
@@ -416,11 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help=f"write the report here (default with --write-results: {RESULTS})")
     parser.add_argument("--write-results", action="store_true", help=f"write the report to {RESULTS}")
     parser.add_argument("--work", help="folder for the builds and event logs (default: a temporary one, removed)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--edits", help=argparse.SUPPRESS)
-    parser.add_argument("--folder", help=argparse.SUPPRESS)
-    parser.add_argument("--log", help=argparse.SUPPRESS)
-    parser.add_argument("--full-only", help=argparse.SUPPRESS)
+    for hidden in ("--worker", "--edits", "--folder", "--log", "--full-only"):  # a worker's, from _spawn
+        parser.add_argument(hidden, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.edits.split(","), args.folder, args.log, args.full_only)

@@ -79,15 +79,16 @@ def test_unit_keeps_host_code_and_kernel_declarations(tmp_path):
         }
         """), **{"helpers.h": "#pragma once\n#include <cmath>\ninline double helper_half(double v) { return v / 2; }"})
     code = unit.code
-    assert [(b.name, b.function) for b in unit.bindings] == [("run", "run"), ("half", "helper_half")]
-    assert unit.has_kernels
+    assert unit.module and unit.has_kernels
     assert code.index("#include <torch/extension.h>") < code.index("namespace jl_t_1 {")
     assert code.index("#include <cmath>") < code.index("namespace jl_t_1 {")  # a user header's toolchain include
     assert "inline double helper_half" in code and "#pragma once" not in code  # the user header, read in place
     assert "twice" not in code.split("namespace jl_t_1 {")[1].split("__global__")[0]  # device function left out
     assert "void k(const float* x, float* y, int n) {}" in code  # the kernel's body left out
     assert "::jitload_rt::launch<k >(1, BLOCK)" in code
-    assert 'm.def("run", &::jitload_rt::Adapt<&run>::call);' in code
+    # The module block is pybind11's own code, run on a module the caller makes.
+    assert 'void jitload_module_init(::pybind11::module_& m) {\n    m.doc() = "docs";' in code
+    assert 'm.def("run", torch::wrap_pybind_function(run), "run it");' in code
     # A define removed by the next edit is gone after the unit, as it was before it.
     assert code.index('#pragma push_macro("BLOCK")') < code.index("#define BLOCK") < code.rindex(
         '#pragma pop_macro("BLOCK")')
@@ -104,14 +105,65 @@ def test_a_pragma_once_header_of_two_sources_is_read_once(tmp_path):
     assert unit.code.count("inline int h()") == 1
 
 
-@pytest.mark.parametrize(("block", "why"), [
-    ('m.def("f", &f, py::arg("x") = 1);', "keyword names and defaults"),
-    ('py::class_<Foo>(m, "Foo");', "only m.def"),
-    ('m.def("f", [](int x) { return x; });', "other than a named function"),
+@pytest.mark.parametrize("block", [
+    'm.def("f", &f, py::arg("x") = 1);',
+    'py::class_<Foo>(m, "Foo");',
+    'm.def("f", [](int x) { return x; });',
+    'm.def("f", &f); m.def("f", &g);',
 ])
-def test_bindings_it_cannot_carry_are_refused(tmp_path, block, why):
-    with pytest.raises(hostunit.Unsupported, match=why):
-        _unit(tmp_path, f"int f(int x) {{ return x; }}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
+def test_a_module_blocks_pybind11_code_is_taken_as_it_is(tmp_path, block):
+    unit = _unit(tmp_path, "int f(int x) { return x; }\nint g(int x, int y) { return y; }\n"
+                           f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
+    assert unit.module and block in unit.code
+
+
+def test_a_second_module_block_is_refused(tmp_path):
+    with pytest.raises(hostunit.Unsupported, match="second PYBIND11_MODULE"):
+        _unit(tmp_path, "int f() { return 1; }\nPYBIND11_MODULE(a, m) { m.def(\"f\", &f); }\n"
+                        "PYBIND11_MODULE(b, m) { m.def(\"f\", &f); }\n")
+
+
+def test_a_header_two_sources_read_under_their_own_macros_is_refused(tmp_path):
+    # A full build reads scale.h once for each source, each with its own SCALE; one unit would read it once.
+    (tmp_path / "scale.h").write_text("#pragma once\n#ifndef SCALE\n#define SCALE 2\n#endif\n"
+                                      "static inline double scaled(double v) { return v * SCALE; }\n")
+    (tmp_path / "a.cpp").write_text('#define SCALE 20\n#include "scale.h"\n'
+                                    "double a(double v) { return scaled(v); }\n")
+    (tmp_path / "b.cpp").write_text('#include "scale.h"\ndouble b(double v) { return scaled(v); }\n'
+                                    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("b", &b); }\n')
+    with pytest.raises(hostunit.Unsupported, match="scale.h, included by a.cpp and b.cpp, spells SCALE"):
+        hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read(),
+                       include_dirs=[str(tmp_path)])
+    # A header's own macro reaching a later source that spells it without including the header.
+    (tmp_path / "a.cpp").write_text('#include "scale.h"\ndouble a(double v) { return scaled(v); }\n')
+    (tmp_path / "b.cpp").write_text("#ifdef SCALE\nint b() { return 1; }\n#else\nint b() { return 0; }\n"
+                                    "#endif\n"
+                                    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("b", &b); }\n')
+    with pytest.raises(hostunit.Unsupported, match="b.cpp spells SCALE, a macro of a header only a.cpp includes"):
+        hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read(),
+                       include_dirs=[str(tmp_path)])
+
+
+def test_ndebug_set_by_a_source_reaches_assert_where_the_full_build_reads_it(tmp_path):
+    text = ("#define NDEBUG\n#include <torch/extension.h>\n#include <cassert>\n#undef NDEBUG\n#include <vector>\n"
+            "int f() { int n = 0; assert((n = 1)); return n; }\n"
+            'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n')
+    (tmp_path / "a.cpp").write_text(text)
+    asked = []
+
+    def pulls(targets):
+        asked.append(targets)
+        return 0  # torch/extension.h reads assert.h
+
+    unit = hostunit.build([str(tmp_path / "a.cpp")], "ns", read=lambda p: open(p).read(), pulls_assert=pulls)
+    body = unit.code.split("namespace ns {", 1)[1].split("}  // namespace ns")[0]
+    assert asked == [["torch/extension.h", "cassert", "vector"]]
+    # After the define, where torch/extension.h stood and where <cassert> stood; none where <vector> stood.
+    assert body.index("#define NDEBUG") < body.index("#include <assert.h>")
+    assert body.count("#include <assert.h>") == 3  # extension.h's, cassert's, and the source's end
+    assert body.index("#undef NDEBUG") > body.index("#include <assert.h>")
+    with pytest.raises(hostunit.Unsupported, match="sets NDEBUG"):
+        hostunit.build([str(tmp_path / "a.cpp")], "ns", read=lambda p: open(p).read())
 
 
 def test_sources_that_would_meet_in_one_unit_are_refused(tmp_path):
@@ -135,8 +187,6 @@ def test_sources_that_would_meet_in_one_unit_are_refused(tmp_path):
 
 @pytest.mark.parametrize(("text", "why"), [
     ('#define HDR "val.h"\n#include HDR\nint f() { return 1; }\n', "computed #include"),
-    ('int f() { return 1; }\nint g() { return 2; }\n'
-     'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); m.def("f", &g); }\n', "twice"),
     ("__global__ void k(float* p) {}\nvoid go(float* p) {\n"
      "  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);\n  k<<<1, 1>>>(p);\n}\n",
      "named outside a <<<>>> launch"),
@@ -165,7 +215,7 @@ TORCH_LIBRARY_IMPL(ns, CPU, m) {
 
 def test_an_op_librarys_schemas_are_kept_and_its_impls_deferred(tmp_path):
     unit = _unit(tmp_path, OP_LIBRARY, name="lib.cpp")
-    assert unit.bindings == [] and unit.impls == 1
+    assert not unit.module and unit.impls == 1
     assert unit.schemas == [("ns", "f(Tensor x) -> Tensor"),
                             ("ns", "g.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!) ")]
     assert "TORCH_LIBRARY" not in unit.code.replace("TORCH_LIBRARY_IMPL", "")  # the defs stay the loaded library's
@@ -196,6 +246,8 @@ def test_device_variables_are_refused(tmp_path):
 
 SOURCE = textwrap.dedent("""\
     #include <torch/extension.h>
+    #include <cfenv>
+    #include <string>
     #include <vector>
 
     torch::Tensor scale(torch::Tensor x, double alpha) {
@@ -224,6 +276,37 @@ SOURCE = textwrap.dedent("""\
 
     size_t huge() { return (size_t(1) << 63) + 5; }
 
+    // What the compiler and its flags decide: the -O level, the compiler's own macros, rounding, contraction.
+    std::vector<int64_t> compiler() {
+        int64_t optimize = 0, no_inline = 0, clang = 0;
+    #ifdef __OPTIMIZE__
+        optimize = 1;
+    #endif
+    #ifdef __NO_INLINE__
+        no_inline = 1;
+    #endif
+    #ifdef __clang__
+        clang = 1;
+    #endif
+        return {optimize, no_inline, clang, __GNUC__, __GNUC_MINOR__};
+    }
+    std::string version() { return __VERSION__; }
+    double divide_upward(double a, double b) {
+        double x = 1.0, y = 3.0;
+        std::fesetround(FE_UPWARD);
+        double r = x / y + a / b;
+        std::fesetround(FE_TONEAREST);
+        return r;
+    }
+    double multiply_add(double a, double b, double c) { return a * b + c; }
+
+    // What pybind11 decides at the boundary.
+    int64_t uses(const torch::Tensor& x) { return x.use_count(); }
+    std::string device_name(at::Device d) { return d.str(); }
+    int64_t words(std::vector<std::string> v) { return static_cast<int64_t>(v.size()); }
+    torch::Tensor same(torch::Tensor x) { return x; }
+    torch::Tensor fresh(torch::Tensor x) { return x + 0; }
+
     PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         m.def("scale", &scale, "x * alpha + OFFSET");
         m.def("count", &count);
@@ -232,8 +315,39 @@ SOURCE = textwrap.dedent("""\
         m.def("holds_gil", &holds_gil);
         m.def("as_unsigned", &as_unsigned);
         m.def("huge", &huge);
+        m.def("compiler", &compiler);
+        m.def("version", &version);
+        m.def("divide_upward", &divide_upward);
+        m.def("multiply_add", &multiply_add);
+        m.def("uses", &uses);
+        m.def("device_name", &device_name);
+        m.def("words", &words);
+        m.def("same", &same);
+        m.def("fresh", &fresh, py::arg("x"), "a new tensor");
     }
     """)
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+class Seen(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as err:
+        return type(err).__name__, str(err).split("\n")[0]
+    return None
 
 
 def _outputs(ext):
@@ -242,9 +356,21 @@ def _outputs(ext):
     g = torch.ones(3, requires_grad=True)
     out = ext.scale(g, 3.0)
     out.sum().backward()
+    sub = torch.ones(2).as_subclass(Sub)
+    mode, one = Seen(), torch.ones(2)
+    with mode:
+        ext.fresh(one)
     return {"scale": ext.scale(x, 0.5), "count": ext.count(y, 4), "split_sum": ext.split_sum(y, 1.5),
             "grad": g.grad.clone(), "asserts_on": ext.asserts_on(), "holds_gil": ext.holds_gil(),
-            "as_unsigned": ext.as_unsigned(7)}
+            "as_unsigned": ext.as_unsigned(7), "huge": ext.huge(), "compiler": ext.compiler(),
+            "version": ext.version(), "divide_upward": ext.divide_upward(1.0, 7.0).hex(),
+            "multiply_add": ext.multiply_add(0.1, 10.0, -1.0).hex(), "uses": ext.uses(torch.ones(1)),
+            "device_str": _raised(lambda: ext.device_name("cpu")), "device": ext.device_name(torch.device("cpu")),
+            "words_str": _raised(lambda: ext.words("abc")), "words": ext.words(["a", "b"]),
+            "same_type": type(ext.same(sub)).__name__, "fresh_type": type(ext.fresh(sub)).__name__,
+            "mode_saw": mode.calls, "doc": ext.fresh.__doc__, "callable": type(ext.fresh).__name__,
+            "keyword": ext.fresh(x=torch.ones(1)).tolist(), "bad_keyword": _raised(lambda: ext.fresh(y=1)),
+            "bad_int": _raised(lambda: ext.count(y, 2 ** 40)), "unsigned_neg": _raised(lambda: ext.as_unsigned(-1))}
 
 
 def _same(a, b):
@@ -254,7 +380,10 @@ def _same(a, b):
         if isinstance(left, list | tuple):
             assert len(left) == len(right), key
             for p, q in zip(left, right, strict=True):
-                torch.testing.assert_close(p, q, rtol=0, atol=0)
+                if isinstance(p, torch.Tensor):
+                    torch.testing.assert_close(p, q, rtol=0, atol=0)
+                else:
+                    assert p == q, key
         elif isinstance(left, torch.Tensor):
             torch.testing.assert_close(left, right, rtol=0, atol=0)
         else:
@@ -294,17 +423,20 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
     assert "C++ interpreter" in str(ext.info) and "replaces it is running" in str(ext.info)
     jit = _outputs(ext)
     torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 2)
-    assert jit["count"] == 10  # an int parameter and result through the op's int64_t
+    assert jit["count"] == 10
     torch.testing.assert_close(jit["grad"], torch.full((3,), 3.0))  # autograd through the wrapper's own ops
     with pytest.raises(RuntimeError, match="scale: x must be 1-D, got 2 dimensions"):
         ext.scale(torch.ones(2, 2), 1.0)
     assert jit["asserts_on"] and jit["holds_gil"]  # as g++ under torch's flags compiles it, as pybind11 calls it
-    with pytest.raises(TypeError):  # pybind11 refuses -1 for an unsigned; the JIT must not wrap it
-        ext.as_unsigned(-1)
+    assert jit["unsigned_neg"][0] == "TypeError"  # pybind11 refuses -1 for an unsigned; the JIT must not wrap it
     with pytest.raises(TypeError):  # None for a Tensor
         ext.scale(None, 1.0)
-    with pytest.raises(RuntimeError, match="does not fit"):  # 2^63 + 5 has no int64_t: an error, not a wrap
-        ext.huge()
+    assert jit["huge"] == 2 ** 63 + 5  # pybind11's Python int, not a torch op's int64_t
+    # The full build's -O0 and g++'s macros, not the interpreter's -O2 and clang's.
+    assert jit["compiler"][:3] == [0, 1, 0] and jit["compiler"][3] >= 5, jit["compiler"]
+    assert jit["device_str"][0] == "TypeError" and jit["words_str"][0] == "TypeError"
+    assert jit["fresh_type"] == "Tensor" and jit["mode_saw"] == [] and jit["callable"] == "builtin_function_or_method"
+    assert jit["doc"].startswith("fresh(x: torch.Tensor) -> torch.Tensor") and "a new tensor" in jit["doc"]
     # A second edit while the interpreter's code runs: the interpreter again, the newest text wins.
     _jit_edit(ext, src, 3)
     jit = _outputs(ext)
@@ -320,12 +452,12 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
 @needs_cppyy
 def test_what_the_jit_cannot_take_is_built_in_full_and_says_why(cpu_ext):
     ext, src = cpu_ext
-    src.write_text(SOURCE.replace("OFFSET", "4").replace('m.def("count", &count);',
-                                                         'm.def("count", &count, py::arg("x"), py::arg("extra") = 0);'))
+    src.write_text(SOURCE.replace("OFFSET", "4").replace("int64_t as_unsigned(unsigned k) { return k; }",
+                                                         "int64_t as_unsigned(unsigned k) { return k + __COUNTER__; }"))
     ext.reload()
     assert ext.info.status == "built", ext.info
-    assert "host JIT" in ext.info.reason and "keyword names and defaults" in ext.info.reason
-    assert ext.count(torch.ones(3)) == 3  # pybind11's default argument, from the full build
+    assert "host JIT" in ext.info.reason and "__COUNTER__ counts differently" in ext.info.reason
+    assert ext.as_unsigned(3) >= 3  # the full build's __COUNTER__ (torch's headers count too)
 
 
 @needs_cppyy
@@ -337,7 +469,7 @@ def test_a_compile_error_takes_the_full_build_and_names_the_file_and_line(cpu_ex
     src.write_text(broken.replace("OFFSET", "5"))
     with pytest.raises(BuildError) as info:
         ext.reload()
-    assert "ops.cpp:6" in str(info.value), str(info.value)  # the full build's compiler decides, and says where
+    assert "ops.cpp:8" in str(info.value), str(info.value)  # the full build's compiler decides, and says where
     torch.testing.assert_close(ext.scale(torch.zeros(1), 1.0), before)  # the running code is kept
     src.write_text(SOURCE.replace("OFFSET", "1"))
 
@@ -345,19 +477,19 @@ def test_a_compile_error_takes_the_full_build_and_names_the_file_and_line(cpu_ex
 @needs_cppyy
 def test_what_the_interpreter_rejects_at_run_time_takes_the_full_build(cpu_ext):
     ext, src = cpu_ext
-    # Declared, bound, never defined: the interpreter cannot materialise it (nor could g++ link it: the full
-    # build's error names it); and a parameter type torch ops cannot take.
-    for extra, binding in (("torch::Tensor missing(torch::Tensor x);", 'm.def("missing", &missing);'),
-                           ("int64_t total(std::vector<int> v) { return (int64_t)v.size(); }",
-                            'm.def("total", &total);')):
-        text = SOURCE.replace("OFFSET", "8").replace("PYBIND11_MODULE", f"{extra}\nPYBIND11_MODULE")
-        src.write_text(text.replace('m.def("huge", &huge);', f'm.def("huge", &huge);\n    {binding}'))
-        try:
-            ext.reload()
-        except BuildError:
-            pass  # the full build's verdict (missing: an undefined symbol)
-        assert ext.info.status in ("built", "failed"), ext.info
-        assert "host JIT" in ext.info.reason or ext.info.status == "failed", ext.info
+    # Declared, bound, never defined: the interpreter cannot link it (nor could g++'s build: its error names it).
+    text = SOURCE.replace("OFFSET", "8").replace("PYBIND11_MODULE", "torch::Tensor missing(torch::Tensor x);\n"
+                                                                  "PYBIND11_MODULE")
+    src.write_text(text.replace('m.def("huge", &huge);', 'm.def("huge", &huge);\n    m.def("missing", &missing);'))
+    with pytest.raises(BuildError):
+        ext.reload()  # the full build's verdict: an undefined symbol
+    assert ext.info.status == "failed", ext.info
+    # One sentence that names the function, not the interpreter's list of mangled symbols.
+    refusal = hostjit.refusal("IncrementalExecutor::executeFunction: symbol '_ZN8jl_x_1_27missingEN2at6TensorE' "
+                              "unresolved while linking [cling interface function]!\nFailed to materialize symbols: "
+                              "{ (main, { _ZN8jl_x_1_27missingEN2at6TensorE, _ZN3foo3barEv }) }")
+    assert refusal.startswith("the interpreter cannot link 2 functions the code uses, e.g. missing(at::Tensor)")
+    assert "_ZN" not in refusal and "jl_x_1_2" not in refusal
     src.write_text(SOURCE.replace("OFFSET", "1"))
 
 

@@ -31,6 +31,7 @@ done the handle compares it with what it runs (:mod:`jitload.builder.imagecmp`):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import itertools
@@ -376,7 +377,7 @@ class Extension:
             self._check_unit(unit, flags)
             hostjit.start(flags.include_dirs, cuda)
             hostjit.check_schemas(unit.schemas)
-            compiled = hostjit.compile_unit(unit, namespace)
+            compiled = hostjit.compile_unit(unit, namespace, hostjit.interpreter_level(flags.opt))
             images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
             hostjit.register_impls()  # an op library's kernels, overriding the loaded library's
         except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
@@ -405,7 +406,8 @@ class Extension:
         flags = hostjit.build_flags(self._spec.build_directory, cuda)
         user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
         unit = hostunit.build(list(self._spec.sources), namespace, read=read, include_dirs=user_dirs,
-                              defines=flags.defines)
+                              defines=flags.defines, predefined=hostjit.predefined(flags),
+                              pulls_assert=functools.partial(hostjit.pulls_assert, flags))
         return unit, flags
 
     def _check_unit(self, unit: hostunit.Unit, flags: hostjit.Flags) -> None:
@@ -414,7 +416,7 @@ class Extension:
         if flags.foreign:
             raise hostunit.Unsupported(f"the build's flag {flags.foreign[0]} may change what the host code means, "
                                        "and the interpreter does not take it")
-        if self._spec.python_module != bool(unit.bindings):
+        if self._spec.python_module != unit.module:
             raise hostunit.Unsupported("a Python module's bindings are PYBIND11_MODULE's, an op library's "
                                        "TORCH_LIBRARY's (is_python_module says which)")
         if not self._spec.python_module:
@@ -681,12 +683,20 @@ class Extension:
 
     def _relink(self, state: manifest.State, info: BuildInfo) -> tuple[manifest.State, str]:
         spec, directory = self._spec, self._spec.build_directory
-        for n in itertools.count(1):
-            tag = hashlib.sha256(f"{state.tag}/{n}".encode()).hexdigest()[:len(state.tag)]
-            library = os.path.join(directory, f"{spec.name}_{tag}.so")
-            if f"{spec.name}_{tag}" not in sys.modules and not os.path.exists(library):
-                break
-        linked = build.link_library(directory, spec.name, tag, verbose=self._verbose)
+        # Under the build lock, as every writer of the folder: another process's build must not change the
+        # objects mid-link, nor take the same fresh name. Its callers hold no lock (a full build has returned,
+        # or a background one has exited), so this does not wait on itself.
+        with build_lock(directory):
+            if manifest.read(directory).tag != state.tag:
+                raise BuildError(spec.name, f"the objects of {spec.name}_{state.tag}.so were rebuilt by another "
+                                            "process before they could be linked again; reload to load its build",
+                                 directory)
+            for n in itertools.count(1):
+                tag = hashlib.sha256(f"{state.tag}/{n}".encode()).hexdigest()[:len(state.tag)]
+                library = os.path.join(directory, f"{spec.name}_{tag}.so")
+                if f"{spec.name}_{tag}" not in sys.modules and not os.path.exists(library):
+                    break
+            linked = build.link_library(directory, spec.name, tag, verbose=self._verbose)
         if linked.returncode != 0:
             raise BuildError(spec.name, linked.output, directory, os.path.join(directory, build.LOG_FILE))
         info.status, info.commands = "built", info.commands + linked.commands

@@ -1,22 +1,27 @@
 """Host code in a C++ interpreter: a host edit callable in well under a second after torch's headers are parsed.
 
-cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 20 s, the GIL free), or
-starts from torch's headers (and, with a GPU visible, CUDA's) precompiled once per machine, :func:`build_pch`,
-in about 2 s, and then compiles an extension's host code, given as :mod:`jitload.builder.hostunit` writes it, in
-0.05-0.3 s. While it declares code, file descriptor 2 is its diagnostics' (anything else written there meanwhile is
-written after it). Its kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's
-namespace) and are launched through their ``cudaKernel_t`` on the stream the code names. Its functions are
-torch ops (``TORCH_LIBRARY``, the schema inferred from each function's type), called from Python through a
-wrapper that ``torch.compile`` does not trace into: a pybind11 function is opaque to it too. An op library's
-``TORCH_LIBRARY_IMPL`` kernels are registered over the loaded library's, for the same schemas.
+cling (through cppyy, from PyPI) parses ``torch/extension.h`` once per process (about 30 s on 2 cores, the GIL
+free), or starts from torch's C++ headers (and, with a GPU visible, CUDA's) precompiled once per machine,
+:func:`build_pch`, and parses pybind11's and torch's Python headers on top (about 12 s on 2 cores), and then
+compiles an extension's host code, given as :mod:`jitload.builder.hostunit` writes it, in 0.05-0.5 s. While it
+declares code, file descriptor 2 is its diagnostics' (anything else written there meanwhile is written after it).
+Its kernels come from nvcc (the device code alone, as for a kernel swap, in the unit's namespace) and are
+launched through their ``cudaKernel_t`` on the stream the code names.
+
+The unit is compiled as the full build's compiler would compile it, as far as the interpreter can: at the
+build's ``-O`` level, with that compiler's predefined macros (:func:`predefined`) and without contracting
+``a * b + c``; a flag whose meaning it cannot reproduce refuses the edit (:data:`_NEUTRAL`). A Python module's
+``PYBIND11_MODULE`` body runs as it is, pybind11's own code, on a module object of its own: its functions
+convert, reject and return arguments, carry their docstring signatures and raise as the full build's do. An op
+library's ``TORCH_LIBRARY_IMPL`` kernels are registered over the loaded library's, for the same schemas.
 
 What runs here is a stand-in: the caller (:mod:`jitload.builder.extension`) starts the full build at once and loads
 it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
-is a new namespace and op library), so a process that takes hundreds of host edits grows by their size.
+is a new namespace), so a process that takes hundreds of host edits grows by their size.
 
-``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts parsing torch's headers at the first full build
-of an extension that could use it, in a thread (one core for those 20 s; ``jitload watch`` sets it); unset,
-the interpreter starts at the first host edit, which then takes about 20 s more (2 s from the PCH).
+``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts the interpreter at the first full build of an
+extension that could use it, in a thread (one core for those seconds; ``jitload watch`` sets it); unset, the
+interpreter starts at the first host edit, which then waits for it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import glob
 import importlib.util
 import inspect
@@ -61,55 +67,20 @@ inline int note(const char* name) { tags().push_back(name); return (int)tags().s
 // One per kernel instance a launch names; its typeid name holds the kernel's mangled name.
 template <auto F> struct Tag { static inline const int index = note(typeid(Tag<F>).name()); };
 
-// torch ops take int64_t and double where pybind11 also took int and float. A value the narrower type
-// cannot hold is a TypeError, as pybind11 makes it, not a wrapped number.
-template <class T> struct Widen { using type = T; };
-template <class T> struct Widen<const T> { using type = typename Widen<T>::type; };
-template <class T> struct Widen<T&> { using type = typename Widen<T>::type; };
-template <class T> struct Widen<const T&> { using type = typename Widen<T>::type; };
-template <> struct Widen<int> { using type = int64_t; };
-template <> struct Widen<unsigned> { using type = int64_t; };
-template <> struct Widen<short> { using type = int64_t; };
-template <> struct Widen<unsigned short> { using type = int64_t; };
-template <> struct Widen<long long> { using type = int64_t; };
-template <> struct Widen<unsigned long> { using type = int64_t; };
-template <> struct Widen<unsigned long long> { using type = int64_t; };
-template <> struct Widen<float> { using type = double; };
-template <> struct Widen<c10::Scalar>;  // pybind11 cannot take a Scalar: the full build would not either
-template <class T, class W> T narrow(W& v) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, W>) {
-    TORCH_CHECK_TYPE(std::in_range<T>(v), "incompatible function arguments: ", v, " does not fit the C++ ",
-                     "parameter's type");
-  } else if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
-    TORCH_CHECK_TYPE(v.defined(), "incompatible function arguments: None where the C++ function takes a Tensor");
+// A PYBIND11_MODULE block's body, run on a module object made in Python: '' when it ran, else its error.
+template <void (*Init)(pybind11::module_&)> std::string fill(PyObject* module) {
+  try {
+    auto m = pybind11::reinterpret_borrow<pybind11::module_>(module);
+    Init(m);
+    return "";
+  } catch (pybind11::error_already_set& e) {
+    return e.what();
+  } catch (std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
   }
-  return static_cast<T>(v);
 }
-template <class W, class R> W widen(R&& r) {
-  if constexpr (std::is_integral_v<std::decay_t<R>> && !std::is_same_v<std::decay_t<R>, bool> &&
-                !std::is_same_v<std::decay_t<R>, W>) {
-    TORCH_CHECK(std::in_range<W>(r), "the result ", r, " does not fit a torch op's int (int64_t); the full ",
-                "build returns it as a Python int");
-  }
-  return static_cast<W>(std::forward<R>(r));
-}
-// Held while the function runs, as pybind11 holds it: torch's op call has released it.
-struct Gil {
-  PyGILState_STATE state = PyGILState_Ensure();
-  ~Gil() { PyGILState_Release(state); }
-};
-template <auto F, class S = decltype(F)> struct Adapt;
-template <auto F, class R, class... A> struct Adapt<F, R (*)(A...)> {
-  static typename Widen<R>::type call(typename Widen<A>::type... a) {
-    Gil gil;
-    if constexpr (std::is_void_v<R>) {
-      F(narrow<A>(a)...);
-    } else {
-      return widen<typename Widen<R>::type>(F(narrow<A>(a)...));
-    }
-  }
-};
-template <auto F, class R, class... A> struct Adapt<F, R (*)(A...) noexcept> : Adapt<(R (*)(A...))F> {};
 
 // An op library's TORCH_LIBRARY_IMPL blocks: kept by the unit's static initialisers, registered only once the
 // unit's kernels are bound. Each registration overrides the loaded library's kernel for its dispatch key.
@@ -157,9 +128,17 @@ inline at::Tensor warm(at::Tensor x, double a, int64_t b, bool c) {
 }
 }  // namespace jitload_rt
 TORCH_LIBRARY(jitload_rt_warm, m) {
-  m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm>::call);
-  m.def("warm_function", &::jitload_rt::Adapt<&::jitload_rt::warm_function>::call);
+  m.def("warm", &::jitload_rt::warm);
+  m.def("warm_function", &::jitload_rt::warm_function);
 }
+namespace jitload_rt {
+// pybind11's function templates for tensor and number arguments, compiled once for the same reason.
+inline void warm_module(pybind11::module_& m) {
+  m.def("warm", &warm, pybind11::arg("x"), pybind11::arg("a") = 1.0, pybind11::arg("b") = 0, pybind11::arg("c") = true,
+        "doc");
+}
+inline std::string warm_fill(PyObject* module) { return fill<&warm_module>(module); }
+}  // namespace jitload_rt
 """
 
 _CUDA_PRELUDE = r"""
@@ -210,7 +189,7 @@ inline void warm_launch(const at::Tensor& x, bool go) {
   if (go) launch<warm_kernel>(dim3(1), dim3(1), 0, at::cuda::getCurrentCUDAStream())(x.data_ptr<float>(), nullptr, 1);
 }
 }  // namespace jitload_rt
-TORCH_LIBRARY(jitload_rt_warm_cuda, m) { m.def("warm", &::jitload_rt::Adapt<&::jitload_rt::warm_launch>::call); }
+TORCH_LIBRARY(jitload_rt_warm_cuda, m) { m.def("warm", &::jitload_rt::warm_launch); }
 """
 
 
@@ -266,12 +245,30 @@ def _declare(code: str) -> None:
 
     with _captured_stderr() as err:
         ok = cppyy.gbl.gInterpreter.Declare(code)
-    text = err[0] if err else ""
+    _diagnosed(err[0] if err else "", ok)
+
+
+def _run(function, *args):
+    """Call a function of a declared unit: the interpreter compiles it, and links what it names, at its first
+    call, and says what it cannot link on file descriptor 2."""
+    with _captured_stderr() as err:
+        result = function(*args)
+    _diagnosed(err[0] if err else "", True)
+    return result
+
+
+_UNLINKED = re.compile(r"Failed to materialize|[Uu]nresolved|undefined symbol")
+
+
+def _diagnosed(text: str, ok: bool) -> None:
+    """Raise :class:`JitError` with the interpreter's first error (or :func:`refusal`'s sentence) where
+    ``text`` holds one or ``ok`` is false; else pass its warnings on."""
     # A symbol the unit declares but nothing defines shows as a failed materialization, not as an error.
-    errors = [ln for ln in text.splitlines()
-              if re.search(r"\berror\b|Failed to materialize|[Uu]nresolved|undefined symbol", ln)]
+    errors = [ln for ln in text.splitlines() if re.search(r"\berror\b", ln) or _UNLINKED.search(ln)]
     if not ok or errors:
         first = errors[0] if errors else text.strip()[:300] or "the interpreter refused the code"
+        if _UNLINKED.search(first):
+            first = refusal(text)
         _session.failed += 1
         where = first.split(":", 1)[0]
         if _session.failed > 1 and os.path.isabs(where) and not swapplan.is_user_file(where):
@@ -283,6 +280,24 @@ def _declare(code: str) -> None:
     if text:
         # Warnings, and whatever another thread wrote meanwhile (a build's progress): not lost, only late.
         os.write(2, text.encode())
+
+
+def refusal(text: str) -> str:
+    """One sentence for the interpreter's report of symbols it could not link (it lists them mangled, once
+    per attempt): how many functions, and the first as the user spells it."""
+    from . import devicecode
+
+    names = list(dict.fromkeys(re.findall(r"\b_Z\w+", text)))
+    shown = [re.sub(r"\bjl_\w+?_\d+_\d+::", "", devicecode.demangle(n) or n) for n in names]
+    if not shown:
+        return "the interpreter could not link the code: " + " ".join(text.split())[:200]
+    count = f"{len(shown)} function{'s' * (len(shown) > 1)}"
+    if any("pybind11" in name for name in shown):
+        return (f"pybind11's own code ({shown[0]}) cannot be linked in the interpreter: the full build takes "
+                "this extension")
+    return (f"the interpreter cannot link {count} the code uses, e.g. {shown[0]}: no library this process "
+            "has loaded defines it (a function declared and never defined, or one of a library the interpreter "
+            "has not loaded)")
 
 
 def _torch_libraries(cuda: bool) -> list[str]:
@@ -331,6 +346,7 @@ def start(include_dirs: list[str], cuda: bool) -> None:
             for path in _torch_libraries(cuda):
                 ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             _declare(_PRELUDE)
+            cppyy.gbl.jitload_rt.warm_fill(types.ModuleType("jitload_rt_warm"))
             from . import torch_compat
 
             torch_compat.load_dynamo()  # (torch.compiler.disable imports it at first use: seconds)
@@ -407,7 +423,10 @@ def usable_pch() -> str | None:
 
 
 def _pch_inputs(cuda: bool) -> tuple[list[str], list[str]]:
-    headers = ["torch/extension.h"]
+    # Not pybind11 (torch/extension.h = torch/all.h + torch/python.h, which includes it): the interpreter takes
+    # what a PCH declares as defined by a loaded library, and pybind11's header-only code (its static
+    # variables, thread-locals and type infos) is in none, hidden in torch's. Parsed at the start instead.
+    headers = ["torch/all.h", "Python.h"]
     if cuda:
         headers += ["cuda.h", "cuda_runtime.h", "ATen/cuda/CUDAContext.h"]
     return headers, [*toolchain_include_dirs(cuda), sysconfig.get_paths()["include"]]
@@ -562,26 +581,25 @@ def _spelled(tag_name: str) -> str:
     return (match.group(1) or match.group(2)).strip()
 
 
-def compile_unit(unit: hostunit.Unit, module_name: str) -> Compiled:
-    """Declare ``unit`` to the interpreter (after :func:`start`) and make its ops a Python module."""
+def compile_unit(unit: hostunit.Unit, module_name: str, opt: int = 0) -> Compiled:
+    """Declare ``unit`` to the interpreter (after :func:`start`) at optimisation level ``opt`` (the full build's
+    ``-O``: code whose result depends on it, such as a division under ``fesetround``, then computes alike), and
+    run its PYBIND11_MODULE block on a module of its own."""
     import cppyy
-    import torch
 
     tags = cppyy.gbl.jitload_rt.tags
     before = tags().size()
     cppyy.gbl.jitload_rt.drop_pending()  # an earlier unit's, whose kernels failed to bind
+    cppyy.gbl.gInterpreter.ProcessLine(f".O {opt}")
     _declare(unit.code)
     names = [tags()[i] for i in range(before, tags().size())]
     instances = [(before + i, _spelled(n.decode() if isinstance(n, bytes) else str(n))) for i, n in enumerate(names)]
-    ops = getattr(torch.ops, unit.library)
     module = types.ModuleType(module_name, f"host code compiled by jitload's C++ interpreter ({unit.namespace})")
     module.__file__ = None
-    for binding in unit.bindings:
-        try:
-            op = getattr(ops, binding.name)
-        except (AttributeError, RuntimeError) as err:  # its registration did not run (a symbol left unresolved)
-            raise JitError(f"the op for {binding.name} was not registered: {err}") from err
-        setattr(module, binding.name, _caller(op, binding.name, _literal(binding.doc)))
+    if unit.module:
+        error = str(_run(getattr(getattr(cppyy.gbl, unit.namespace), hostunit.MODULE_FILL), module))
+        if error:
+            raise JitError(f"the PYBIND11_MODULE block raised: {error}")
     return Compiled(module, instances)
 
 
@@ -612,39 +630,6 @@ def register_impls() -> int:
     import cppyy
 
     return int(cppyy.gbl.jitload_rt.register_pending())
-
-
-def _literal(text: str) -> str:
-    """A C++ string literal's value, as far as Python's own escapes read it ('' where they do not)."""
-    import ast
-
-    try:
-        return ast.literal_eval(text) if text else ""
-    except (ValueError, SyntaxError):
-        return text.strip('"')
-
-
-_ARGUMENT_ERRORS = ("Expected a value of type", "expected at most", "expected at least", "missing value for argument",
-                    "takes no keyword", "but instead found type")
-
-
-def _caller(op, name: str, doc: str):
-    import torch
-
-    def call(*args):
-        try:
-            return op(*args)
-        except RuntimeError as err:
-            # Arguments that do not fit the function: a TypeError, as pybind11 raises for them.
-            if any(words in str(err) for words in _ARGUMENT_ERRORS) and name in str(err).split("\n")[0]:
-                raise TypeError(f"{name}(): incompatible arguments: {err}") from None
-            raise
-
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = doc
-    # A pybind11 function is opaque to torch.compile (a graph break); so is this stand-in for one, rather
-    # than an op traced with fake tensors that its raw data pointers cannot take.
-    return torch.compiler.disable(call)
 
 
 def unit_instantiations(instances: list[tuple[int, str]]) -> list[str]:
@@ -697,13 +682,20 @@ class Flags:
     include_dirs: list[str]  # -I and -isystem folders, in the compile line's order
     defines: dict[str, str]  # the user's and torch's -D macros (the ABI's and CUDA's own are left out)
     foreign: list[str] = field(default_factory=list)  # flags that may change what the host code means
+    opt: str = "0"  # the host code's -O level (g++ and nvcc default to 0): 0-3, s or g
+    cxx: str = "c++"  # the full build's host compiler (its ninja file's)
+    std: str = ""  # its -std= flag
 
 
-# Flags that leave the host code's meaning as the interpreter has it: warnings, optimisation and debug levels,
-# code generation, torch's own nvcc options (device code is nvcc's, with the build's own line). Any other
-# (-U, -include, -funsigned-char, -fno-exceptions, a second -std, ...) makes the host JIT refuse the build.
-_NEUTRAL = re.compile(r"-W.*|-w|-O\w*|-g\w*|-f(PIC|pic|PIE|pie|diagnostics-color(=\w+)?|visibility.*|"
-                      r"no-omit-frame-pointer|omit-frame-pointer)|-pipe|-pthread|-m64|-std=(gnu|c)\+\+(17|20)|"
+# Flags that leave the host code's meaning as the interpreter has it: warnings, debug levels, position-independent
+# code, torch's own nvcc options (device code is nvcc's, with the build's own line); the -O levels are honoured
+# (see Flags.opt). Each is spelled out: any other (-Ofast, -ffast-math, -frounding-math, -fno-signed-zeros, -U,
+# -include, -funsigned-char, -fno-exceptions, -march=, -Wp,..., a second -std, ...) makes the host JIT refuse.
+_OPT = re.compile(r"-O([0-3sg]?)")
+_NEUTRAL = re.compile(r"-W(?!p,|a,|l,)[A-Za-z][\w+=-]*|-w|-g[0-3]?|-ggdb[0-3]?|-gdwarf(-[2-5])?|"
+                      r"-f(PIC|pic|PIE|pie|diagnostics-color(=\w+)?|visibility=(default|hidden)|"
+                      r"visibility-inlines-hidden|no-omit-frame-pointer|omit-frame-pointer)|-pipe|-pthread|-m64|"
+                      r"-std=(gnu|c)\+\+(17|20)|-O[0-3sg]?|"
                       r"--expt-relaxed-constexpr|--expt-extended-lambda|--extended-lambda|-lineinfo|--use_fast_math|"
                       r"-gencode=.*|-arch=.*|--generate-code=.*|-maxrregcount=\d+|--threads=?\d*|-Xptxas=.*|"
                       r"--ptxas-options=.*|-ccbin=.*|--resource-usage|-res-usage")
@@ -712,7 +704,7 @@ _NEUTRAL_WITH_VALUE = {"-gencode", "-arch", "--generate-code", "-maxrregcount", 
 
 
 def build_flags(build_directory: str, cuda: bool) -> Flags:
-    """The include folders and macros of the full build's own compile lines (its ninja file)."""
+    """The include folders, macros and optimisation level of the full build's own compile lines (its ninja file)."""
     import shlex
 
     from . import swap
@@ -731,7 +723,97 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
                 defines[name] = text if eq else "1"
         elif flag and value not in dirs:
             dirs.append(value)
-    return Flags(dirs, defines, _foreign(words))
+    host = [part for i, w in enumerate(words) for part in
+            (words[i + 1].split(",") if w in ("--compiler-options", "-Xcompiler") and i + 1 < len(words) else [w])]
+    levels = [m.group(1) or "1" for w in host if (m := _OPT.fullmatch(w))]
+    stds = [w for w in host if w.startswith("-std=")]
+    return Flags(dirs, defines, _foreign(words), levels[-1] if levels else "0",
+                 shlex.split(values.get("cxx", "") or "c++")[0], stds[-1] if stds else "")
+
+
+def interpreter_level(opt: str) -> int:
+    """The interpreter's optimisation level for a g++ ``-O`` level (``s`` is -O2's, ``g`` -O1's)."""
+    return {"s": 2, "g": 1}.get(opt, int(opt or 0))
+
+
+# The interpreter's (clang's) own predefined macros that g++ does not define (its CPU's features are asked of
+# g++ with -march=native, see _cpu_features): the user's code must not see them where g++ would not.
+_CLANG_ONLY = ("__clang__", "__clang_major__", "__clang_minor__", "__clang_patchlevel__", "__clang_version__",
+               "__clang_literal_encoding__", "__clang_wide_literal_encoding__", "__llvm__", "__CLING__",
+               "__CLING__CXX11", "__CLING__CXX14", "__CLING__CXX17", "__CLING__CXX20", "__BITINT_MAXWIDTH__",
+               "__BOOL_WIDTH__", "__CONSTANT_CFSTRINGS__", "__FLOAT128__", "__GNUC_GNU_INLINE__",
+               "__INTMAX_C_SUFFIX__", "__UINTMAX_C_SUFFIX__", "__LITTLE_ENDIAN__", "__LLONG_WIDTH__",
+               "__NO_MATH_INLINES", "__OBJC_BOOL_IS_BOOL", "__POINTER_WIDTH__", "__WINT_UNSIGNED__",
+               "__OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES", "__OPENCL_MEMORY_SCOPE_DEVICE",
+               "__OPENCL_MEMORY_SCOPE_SUB_GROUP", "__OPENCL_MEMORY_SCOPE_WORK_GROUP",
+               "__OPENCL_MEMORY_SCOPE_WORK_ITEM", "__OPTIMIZE__", "__OPTIMIZE_SIZE__", "__NO_INLINE__")
+# Predefined by g++ and fixed by the language or the target for both compilers: never redefined (clang warns).
+_KEEP = frozenset({"__cplusplus", "__STDC__", "__STDC_HOSTED__", "__STDC_UTF_16__", "__STDC_UTF_32__",
+                   "__FLT_EVAL_METHOD__"})
+
+
+@functools.lru_cache(maxsize=32)
+def _gcc_macros(cxx: str, flags: tuple[str, ...]) -> dict[str, str]:
+    """``cxx``'s predefined macros under ``flags``: name -> its ``#define`` line ({} where it cannot say)."""
+    try:
+        done = subprocess.run([cxx, *flags, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        match = re.match(r"#define ([A-Za-z_]\w*)", line)
+        if match and match.group(1) not in _KEEP:
+            out[match.group(1)] = line
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _cpu_features(cxx: str) -> frozenset[str]:
+    """The macros of this CPU's instruction sets (``__AVX2__``, ...): the interpreter compiles for it, g++ for
+    x86-64's baseline unless told otherwise."""
+    native = _gcc_macros(cxx, ("-march=native",))
+    return frozenset(native) - frozenset(_gcc_macros(cxx, ()))
+
+
+def predefined(flags: Flags) -> hostunit.Predefined:
+    """The full build's compiler's predefined macros for ``flags``, and the interpreter's it lacks. Raises
+    :class:`hostunit.Unsupported` where that compiler cannot be asked (its macros would be guessed)."""
+    words = tuple(w for w in (flags.std, f"-O{flags.opt}") if w)
+    define = _gcc_macros(flags.cxx, words)
+    if not define:
+        raise hostunit.Unsupported(f"the full build's compiler {flags.cxx} did not list its predefined macros "
+                                   "(-dM -E), which the interpreter's unit must match")
+    undefine = sorted({*_CLANG_ONLY, *_cpu_features(flags.cxx)} - set(define))
+    return hostunit.Predefined(define, undefine)
+
+
+def pulls_assert(flags: Flags, targets: list[str]) -> int | None:
+    """Which of ``targets`` (toolchain includes, in order) is the first whose inclusion reads assert.h in the
+    full build's compiler (None where none does): g++ -H names every header it opens, nested by depth."""
+    return _pulls_assert(flags.cxx, flags.std, tuple(flags.include_dirs), tuple(targets))
+
+
+@functools.lru_cache(maxsize=64)
+def _pulls_assert(cxx: str, std: str, dirs: tuple[str, ...], targets: tuple[str, ...]) -> int | None:
+    text = "".join(f"#include <{t}>\n" for t in targets)
+    cmd = [cxx, *([std] if std else []), *(f"-I{d}" for d in dirs), "-H", "-E", "-x", "c++", "-", "-o", os.devnull]
+    try:
+        done = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise hostunit.Unsupported(f"{cxx} could not say which include reads assert.h: {err}") from err
+    if done.returncode != 0:
+        raise hostunit.Unsupported(f"{cxx} could not say which include reads assert.h: "
+                                   f"{done.stderr.strip().splitlines()[-1:]}")
+    top = -1
+    for line in done.stderr.splitlines():
+        match = re.match(r"(\.+) (\S+)$", line)
+        if not match:
+            continue
+        top += len(match.group(1)) == 1
+        if os.path.basename(match.group(2)) == "assert.h":
+            return top
+    return None
 
 
 def _foreign(words: list[str]) -> list[str]:

@@ -37,20 +37,13 @@ from . import devicecode, swapplan
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 _DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
-_DEF_CALL = re.compile(r"\s*(\w+)\s*\.\s*def\s*\(", re.S)
-_DOC_CALL = re.compile(r"\s*\w+\s*\.\s*doc\s*\(\s*\)\s*=", re.S)
-_WRAPPED = re.compile(r"^(?:torch::)?wrap_pybind_function\s*\((.*)\)$", re.S)
+_DEFINE_OR_UNDEF = re.compile(r"(?m)^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)")
+_ASSERT_HEADERS = frozenset({"assert.h", "cassert"})  # no include guard: each inclusion reads NDEBUG anew
+_HOISTED = "\0jitload-hoisted {}\0"  # where a toolchain include stood in the body (see :func:`build`)
 
 
 class Unsupported(Exception):
     """The sources hold something the host JIT does not take; the message says what, and where."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    name: str  # the Python name (m.def's first argument)
-    function: str  # the C++ expression of the function, as the user spelled it (without '&')
-    doc: str = ""  # its docstring (m.def's string after the function), as a C++ literal
 
 
 @dataclass
@@ -59,8 +52,7 @@ class Unit:
 
     namespace: str
     code: str
-    bindings: list[Binding] = field(default_factory=list)
-    library: str = ""  # the torch.ops namespace of the bindings
+    module: bool = False  # a PYBIND11_MODULE block, as the function MODULE_INIT
     has_kernels: bool = False
     schemas: list[tuple[str, str]] = field(default_factory=list)  # an op library's (namespace, schema) defs
     impls: int = 0  # an op library's TORCH_LIBRARY_IMPL blocks, registered by ::jitload_rt::register_pending()
@@ -70,21 +62,6 @@ class Unit:
 
 def _label(path: str) -> str:
     return os.path.basename(path)
-
-
-def _split_args(code: str) -> list[str]:
-    """``code`` (a masked argument list) split at its top-level commas, as (start, end) spans' text."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(code):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append((start, i))
-            start = i + 1
-    parts.append((start, len(code)))
-    return parts
 
 
 def _launch_start(masked: str, end: int) -> int:
@@ -155,40 +132,22 @@ def _statements(text: str, item: devicecode.Item, where: str) -> tuple[int, str,
     return body_start, body, statements
 
 
-def _bindings(text: str, item: devicecode.Item, where: str) -> list[Binding]:
-    """The ``m.def`` calls of a ``PYBIND11_MODULE`` block (anything else in it is Unsupported)."""
-    masked = devicecode._mask(text)
-    body_start, body, statements = _statements(text, item, where)
-    out = []
-    for a, b in statements:
-        code = body[a:b]
-        if _DOC_CALL.match(code):
-            continue
-        call = _DEF_CALL.match(code)
-        if not call or not code.rstrip().endswith(")"):
-            shown = " ".join(text[body_start + a:body_start + b].split())[:80]
-            raise Unsupported(f"{where}: '{shown}' in PYBIND11_MODULE (only m.def(\"name\", &function[, \"doc\"]) "
-                              "is taken)")
-        inner_start = body_start + a + call.end()
-        inner_end = body_start + a + len(code.rstrip()) - 1
-        spans = _split_args(masked[inner_start:inner_end])
-        args = [text[inner_start + s:inner_start + e].strip() for s, e in spans]
-        name = args[0]
-        if not re.fullmatch(r'"[A-Za-z_]\w*"', name):
-            raise Unsupported(f"{where}: m.def({name}, ...) needs a plain name")
-        extra = [arg for arg in args[2:] if not re.fullmatch(r'"(?:\\.|[^"\\])*"', arg)]
-        if extra:
-            raise Unsupported(f"{where}: m.def({name}, ...) passes {extra[0][:40]} (keyword names and defaults are "
-                              "pybind11's alone)")
-        function = args[1] if len(args) > 1 else ""
-        wrapped = _WRAPPED.match(function)
-        function = (wrapped.group(1) if wrapped else function).strip()
-        function = function[1:].strip() if function.startswith("&") else function
-        if not re.fullmatch(r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*", function):
-            raise Unsupported(f"{where}: m.def({name}, {function[:40]}) binds something other than a named function")
-        docs = [arg for arg in args[2:] if arg.startswith('"')]
-        out.append(Binding(name[1:-1], function, docs[0] if docs else ""))
-    return out
+_MODULE_HEAD = re.compile(r"PYBIND11_MODULE\s*\(\s*(\w+)\s*,\s*(\w+)\s*(?:,[^)]*)?\)\s*$", re.S)
+
+
+def _module_init(path: str, text: str, item: devicecode.Item) -> str:
+    """A ``PYBIND11_MODULE(name, m) {...}`` block as the function the caller runs on a module object of its
+    own, on one line so that the body keeps its line numbers. The body is pybind11's own code: ``m.def`` with
+    ``py::arg`` keywords and defaults, docstrings, ``py::class_`` and the rest convert and reject arguments, name
+    their signature and raise as the full build's module does, because they are the same templates."""
+    head = _MODULE_HEAD.match(text[item.start:item.body].strip())
+    if not head:
+        raise Unsupported(f"{_label(path)}:{item.line}: a PYBIND11_MODULE head jitload cannot read")
+    return f"void {MODULE_INIT}(::pybind11::module_& {head.group(2)}) " + text[item.body:item.end]
+
+
+MODULE_INIT = "jitload_module_init"  # the PYBIND11_MODULE block's body, as a function of its module
+MODULE_FILL = "jitload_module"  # the unit's function that fills a Python module: '' or the error's message
 
 
 _LITERALS = re.compile(r'\s*(?:"(?:\\.|[^"\\])*"\s*)+')
@@ -240,7 +199,7 @@ class _Reader:
     read: Callable[[str], str]
     hoisted: list[str] = field(default_factory=list)
     body: list[str] = field(default_factory=list)
-    bindings: list[Binding] = field(default_factory=list)
+    modules: int = 0
     schemas: list[tuple[str, str]] = field(default_factory=list)
     impls: int = 0
     registered: set[str] = field(default_factory=set)
@@ -251,6 +210,11 @@ class _Reader:
     kernels: set[str] = field(default_factory=set)  # kernels' names
     host_code: list[str] = field(default_factory=list)  # masked host items after the launches' rewrite
     own: dict[str, tuple[set[str], set[str], bool]] = field(default_factory=dict)  # source -> see _own_names
+    macros: dict[str, set[str]] = field(default_factory=dict)  # file -> the macros it defines or undefines
+    words: dict[str, set[str]] = field(default_factory=dict)  # file -> the identifiers it spells
+    under: dict[str, list[str]] = field(default_factory=dict)  # source -> the files read for it, in order
+    again: list[tuple[str, str]] = field(default_factory=list)  # (header, source) a header read once met again
+    toolchain: list[tuple[str, str]] = field(default_factory=list)  # each hoisted include: (source, its target)
 
     def resolve(self, target: str, quoted: bool, including: str) -> str | None:
         """The user file an include names, or None for the toolchain's and for one not found in the user's
@@ -271,9 +235,12 @@ class _Reader:
             text = self.read(path)
             if path in self.files and not top:
                 # Read once per unit (as a guarded or #pragma once header is read once per translation unit);
-                # its macros stay defined for the sources after the first that includes it.
+                # its macros stay defined for the sources after the first that includes it. Where that could
+                # make a source read other code than its own translation unit would, build() refuses.
+                self.again.append((path, self.stack[0]))
                 return
             self.files.append(path)
+            self.under.setdefault(self.stack[0], []).append(path)
             start = len(self.body)
             self._add_text(path, text)
             if top:
@@ -282,6 +249,7 @@ class _Reader:
                 names = list(dict.fromkeys(_DEFINE.findall(devicecode._mask(text))))
                 self.body.insert(start, "".join(f'#pragma push_macro("{n}")\n' for n in names))
                 self.body.append("".join(f'#pragma pop_macro("{n}")\n' for n in names))
+                self.body.append(_HOISTED.format(f"end {path}"))
         finally:
             self.stack.pop()
 
@@ -309,6 +277,8 @@ class _Reader:
         if re.search(r"(?m)^[ \t]*#[ \t]*line\b", masked):
             raise Unsupported(f"{_label(path)}: a #line directive of its own")
         self.defines += _DEFINE.findall(masked)
+        self.macros[path] = set(_DEFINE_OR_UNDEF.findall(masked))
+        self.words[path] = set(re.findall(r"[A-Za-z_]\w*", masked))
         return items
 
     def _item_code(self, path: str, text: str, item: devicecode.Item) -> str | None:
@@ -338,8 +308,10 @@ class _Reader:
         ``TORCH_LIBRARY_IMPL`` becomes a deferred registration; any other is refused."""
         where = f"{_label(path)}:{item.line}"
         if item.name == "PYBIND11_MODULE":
-            self.bindings += _bindings(text, item, where)
-            return None
+            self.modules += 1
+            if self.modules > 1:
+                raise Unsupported(f"{where}: a second PYBIND11_MODULE block (a module has one)")
+            return _module_init(path, text, item)
         if item.name == "TORCH_LIBRARY":
             schemas = _schemas(text, item, where)
             self.schemas += schemas
@@ -366,6 +338,9 @@ class _Reader:
         user = self.resolve(target, quoted, path)
         if user is None:
             self.hoisted.append(f'#line {line} "{path}"\n{snippet.strip()}')
+            # Its place is kept: assert.h, read here by the full build, reads the NDEBUG of this point.
+            self.body.append(_HOISTED.format(len(self.toolchain)))
+            self.toolchain.append((self.stack[0], target))
             return True
         self.add(user)
         self.body.append(f'#line {line + 1} "{path}"\n')
@@ -415,42 +390,108 @@ def _check_kernels_launched_only(reader: _Reader) -> None:
                                   "or cudaLaunchKernel): the interpreter has no device code behind that name")
 
 
+@dataclass(frozen=True)
+class Predefined:
+    """The full build's compiler's predefined macros for the unit's flags, as the unit sets them over the
+    interpreter's own: ``define`` maps each name to its ``#define`` line, ``undefine`` names the interpreter's
+    macros that compiler does not define (``__clang__``, its CPU's ``__AVX2__``, ...)."""
+
+    define: dict[str, str] = field(default_factory=dict)
+    undefine: list[str] = field(default_factory=list)
+
+
+def _check_macros_apart(reader: _Reader) -> None:
+    """Sources compiled apart by a full build read their headers each with its own macros; the interpreter's one
+    unit reads a guarded header once, and a header's macros reach the sources after it. Refuse where a macro
+    one source (or its headers) defines could be spelled in code another source reads."""
+    sources = list(reader.under)
+    for header, later in reader.again:
+        first = next(src for src in sources if header in reader.under[src])
+        if first == later:
+            continue
+        defined = set().union(*(reader.macros[f] for f in [*reader.under[first], *reader.under[later]]
+                                if f != header))
+        hit = sorted(defined & reader.words[header])
+        if hit:
+            raise Unsupported(f"{_label(header)}, included by {_label(first)} and {_label(later)}, spells {hit[0]}, "
+                              "which one of them defines: the interpreter's one unit reads a header once for all "
+                              "the extension's sources, a full build once for each")
+    for n, first in enumerate(sources):
+        leaked = set().union(*(reader.macros[f] for f in reader.under[first][1:]))  # its headers' (not popped)
+        for later in sources[n + 1:]:
+            spelled = set().union(*(reader.words[f] for f in reader.under[later]))
+            hit = sorted(leaked & spelled - set(_DEFINE_OR_UNDEF.findall(devicecode._mask(reader.read(later)))))
+            included = {h for h, src in reader.again if src == later}
+            hit = [name for name in hit if not any(name in reader.macros[h] for h in included)]
+            if hit:
+                raise Unsupported(f"{_label(later)} spells {hit[0]}, a macro of a header only {_label(first)} "
+                                  "includes: in the interpreter's one unit it would reach the later source")
+
+
+def _assert_includes(reader: _Reader, pulls_assert: Callable[[list[str]], int | None] | None) -> dict[str, str]:
+    """What stands in the body where each toolchain include stood: ``#include <assert.h>`` where the full build
+    reads assert.h (a direct include; the first include that pulls it in, in a source that sets NDEBUG itself;
+    a source's end, where the build's own NDEBUG comes back), else nothing."""
+    out: dict[str, str] = {}
+    touched = {src for src, files in reader.under.items() if any("NDEBUG" in reader.macros[f] for f in files)}
+    for k, (_, target) in enumerate(reader.toolchain):
+        if os.path.basename(target) in _ASSERT_HEADERS:
+            out[str(k)] = "#include <assert.h>"
+    for src in touched:
+        ks = [k for k, (owner, _) in enumerate(reader.toolchain) if owner == src]
+        if ks:
+            if pulls_assert is None:
+                raise Unsupported(f"{_label(src)} sets NDEBUG, and where its includes read assert.h is not known")
+            first = pulls_assert([reader.toolchain[k][1] for k in ks])
+            if first is not None:
+                out[str(ks[first])] = "#include <assert.h>"
+        out[f"end {src}"] = "#include <assert.h>"
+    return out
+
+
 def build(sources: list[str], namespace: str, *, read: Callable[[str], str], include_dirs: list[str] = (),
-          defines: dict[str, str] | None = None) -> Unit:
+          defines: dict[str, str] | None = None, predefined: Predefined | None = None,
+          pulls_assert: Callable[[list[str]], int | None] | None = None) -> Unit:
     """The interpreter's unit for ``sources`` (read through ``read``), in ``namespace``.
 
     ``include_dirs`` are the build's ``-I`` folders (for the user's headers), ``defines`` its ``-D`` macros
-    (``TORCH_EXTENSION_NAME`` among them). Raises :class:`Unsupported`.
+    (``TORCH_EXTENSION_NAME`` among them), ``predefined`` its compiler's own macros for the user's code.
+    ``pulls_assert(includes)``: which of a source's toolchain includes (their targets, in order) is the first
+    to read assert.h in a full build, asked only for a source that sets NDEBUG itself. Raises
+    :class:`Unsupported`.
     """
     reader = _Reader(list(include_dirs), read)
     for src in sources:
         reader.add(src)
-    if reader.bindings and (reader.impls or reader.schemas):
+    if reader.modules and (reader.impls or reader.schemas):
         raise Unsupported("PYBIND11_MODULE and TORCH_LIBRARY blocks in one extension")
-    if not reader.bindings and not reader.impls:
-        raise Unsupported("no PYBIND11_MODULE with m.def(...) and no TORCH_LIBRARY_IMPL in the sources: nothing "
-                          "to call")
-    names = [b.name for b in reader.bindings]
-    if len(set(names)) < len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        raise Unsupported(f'm.def("{twice}", ...) twice: pybind11 overloads, which a torch op cannot be')
+    if not reader.modules and not reader.impls:
+        raise Unsupported("no PYBIND11_MODULE and no TORCH_LIBRARY_IMPL in the sources: nothing to call")
     _check_sources_apart(reader.own)
+    _check_macros_apart(reader)
     _check_kernels_launched_only(reader)
-    library = f"{namespace}_ops"
+    placed = _assert_includes(reader, pulls_assert)
+    body = [re.sub(r"\0jitload-hoisted ([^\0]*)\0", lambda m: placed.get(m.group(1), ""), part)
+            for part in reader.body]
     macros = dict(defines or {})
+    predefined = predefined or Predefined()
     # Every macro the unit touches is pushed first and popped last: what torch, the C library or an earlier
     # unit defined is as it was after it, and a macro an edit removed is gone. NDEBUG is the build's (the
     # interpreter defines it; g++ under torch's flags does not), and assert follows it.
-    touched = list(dict.fromkeys([*macros, *reader.defines, "NDEBUG"]))
+    touched = list(dict.fromkeys([*macros, *reader.defines, "NDEBUG", *predefined.define, *predefined.undefine]))
     lines = [f'#pragma push_macro("{n}")' for n in touched]
     lines += ["#undef NDEBUG", *(f"#define {k} {v}".rstrip() for k, v in macros.items()), "#include <assert.h>"]
-    lines += [*reader.hoisted, f"namespace {namespace} {{", *reader.body]
-    if reader.bindings:
-        lines.append(f"TORCH_LIBRARY({library}, m) {{")
-        lines += [f'  m.def("{b.name}", &::jitload_rt::Adapt<&{b.function}>::call);' for b in reader.bindings]
-        lines.append("}")
+    # The toolchain's headers with the interpreter's own macros (they are parsed as the interpreter's compiler
+    # needs); the user's code with the full build's compiler's, and without contracting a * b + c into one
+    # rounding (g++ does not on x86-64's baseline, which has no fused multiply-add; the interpreter's CPU may).
+    lines += reader.hoisted
+    lines += [*(f"#undef {n}" for n in [*predefined.define, *predefined.undefine]), *predefined.define.values()]
+    lines += ["#pragma clang fp contract(off)", f"namespace {namespace} {{", *body]
+    if reader.modules:
+        lines.append(f"std::string {MODULE_FILL}(PyObject* module) "
+                     f"{{ return ::jitload_rt::fill<&{MODULE_INIT}>(module); }}")
     lines.append(f"}}  // namespace {namespace}")
     lines += [f'#pragma pop_macro("{n}")' for n in touched]
     lines.append("#include <assert.h>")
-    return Unit(namespace, "\n".join(lines) + "\n", reader.bindings, library, reader.has_kernels, reader.schemas,
+    return Unit(namespace, "\n".join(lines) + "\n", bool(reader.modules), reader.has_kernels, reader.schemas,
                 reader.impls, reader.files, reader.registered)

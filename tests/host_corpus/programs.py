@@ -142,7 +142,7 @@ PROGRAMS = [
                    add_long="ext.add_long(2**62)", size_of="ext.size_of(torch.ones(4))",
                    wrap_unsigned="ext.wrap_unsigned(0)", through_float="bits(ext.through_float(0.1))",
                    wide="bits(ext.wide(1.0))", max_u64="ext.max_u64()"),
-            families=("integer widths", "long double", "size_t")),
+            families=("int", "unsigned", "uint64_t", "float", "double")),
     Program("printing", ("printing.cpp",), {"V": "1"}, {"v2": {"V": "2"}},
             _calls(noisy="ext.noisy(torch.ones(3))", noisy_again="ext.noisy(torch.ones(2))",
                    only_stderr="ext.only_stderr(3)"),
