@@ -6,9 +6,14 @@ import signal
 import subprocess
 import time
 
+import pytest
 from extensions import PYBIND_BINDING, PYTHON, make_extension
 
 import jitload
+from jitload.builder import build, manifest
+from jitload.builder.errors import BuildError
+from jitload.builder.extension import BuildInfo, Extension
+from jitload.builder.fullbuild import BuildSpec
 from jitload.builder.lock import LOCK_NAME, build_lock
 
 LOAD = ("import jitload; e = jitload.load('{name}', {sources!r}, build_directory={bdir!r});"
@@ -88,3 +93,44 @@ def test_lock_file_removed_and_lock_still_exclusive(tmp_path):
         finally:
             os.close(fd)
     assert not os.path.exists(tmp_path / LOCK_NAME)
+
+
+def _locked_by_someone(directory):
+    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _relinking_handle(directory, tag):
+    spec = BuildSpec(name="relinked", sources=(), build_directory=str(directory))
+    state = manifest.State(key="k", tag=tag)
+    manifest.write(str(directory), state)
+    return Extension(spec), state
+
+
+def test_relinking_a_build_holds_its_folders_lock(tmp_path, monkeypatch):
+    handle, state = _relinking_handle(tmp_path, "0123456789ab")
+    held = []
+
+    def link_library(directory, name, tag, **kwargs):
+        held.append(_locked_by_someone(directory))
+        return build.NinjaRun(0, "", 1, 0.0)
+
+    monkeypatch.setattr(build, "link_library", link_library)
+    relinked, library = handle._relink(state, BuildInfo("loaded", 0.0))
+    assert held == [True]
+    assert relinked.tag != state.tag and library.endswith(f"relinked_{relinked.tag}.so")
+    assert not os.path.exists(tmp_path / LOCK_NAME)  # released
+
+
+def test_relinking_objects_another_process_rebuilt_is_refused(tmp_path, monkeypatch):
+    handle, state = _relinking_handle(tmp_path, "0123456789ab")
+    manifest.write(str(tmp_path), manifest.State(key="other", tag="ba9876543210"))
+    monkeypatch.setattr(build, "link_library", lambda *a, **k: pytest.fail("linked objects it did not build"))
+    with pytest.raises(BuildError, match="rebuilt by another process"):
+        handle._relink(state, BuildInfo("loaded", 0.0))
