@@ -131,7 +131,7 @@ def test_a_header_two_sources_read_under_their_own_macros_is_refused(tmp_path):
                                     "double a(double v) { return scaled(v); }\n")
     (tmp_path / "b.cpp").write_text('#include "scale.h"\ndouble b(double v) { return scaled(v); }\n'
                                     'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("b", &b); }\n')
-    with pytest.raises(hostunit.Unsupported, match="scale.h, included by a.cpp and b.cpp, spells SCALE"):
+    with pytest.raises(hostunit.Unsupported, match=r"scale\.h, included by a\.cpp and b\.cpp, spells SCALE"):
         hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read(),
                        include_dirs=[str(tmp_path)])
     # A header's own macro reaching a later source that spells it without including the header.
@@ -139,7 +139,7 @@ def test_a_header_two_sources_read_under_their_own_macros_is_refused(tmp_path):
     (tmp_path / "b.cpp").write_text("#ifdef SCALE\nint b() { return 1; }\n#else\nint b() { return 0; }\n"
                                     "#endif\n"
                                     'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("b", &b); }\n')
-    with pytest.raises(hostunit.Unsupported, match="b.cpp spells SCALE, a macro of a header only a.cpp includes"):
+    with pytest.raises(hostunit.Unsupported, match=r"b\.cpp spells SCALE, a macro of a header only a\.cpp includes"):
         hostunit.build([str(tmp_path / "a.cpp"), str(tmp_path / "b.cpp")], "ns", read=lambda p: open(p).read(),
                        include_dirs=[str(tmp_path)])
 
@@ -581,9 +581,28 @@ TORCH_LIBRARY_IMPL(jl_oplib_test, CompositeExplicitAutograd, m) {
     (["-UNDEBUG"], ["-UNDEBUG"]),
     (["-Xcompiler", "-fPIC,-fno-exceptions"], ["-fno-exceptions"]),
     (["-std=c++20", "-std=c++17"], ["-std= given twice, differently"]),
+    # What the interpreter cannot compute alike is refused by name, never admitted by a pattern.
+    (["-O2", "-Ofast", "-ffast-math", "-fno-signed-zeros", "-frounding-math"],
+     ["-Ofast", "-ffast-math", "-fno-signed-zeros", "-frounding-math"]),
+    (["-Wall", "-Wp,-DNDEBUG", "-Wa,--noexecstack", "-march=native", "-g3"], ["-Wp,-DNDEBUG", "-Wa,--noexecstack",
+                                                                           "-march=native"]),
 ])
 def test_build_flags_that_may_change_the_host_codes_meaning_are_named(words, foreign):
     assert hostjit._foreign(words) == foreign
+
+
+def test_the_units_macros_are_the_full_build_compilers(tmp_path):
+    (tmp_path / "build.ninja").write_text("cxx = c++\ncflags = -DTORCH_EXTENSION_NAME=x -fPIC -std=c++20\n"
+                                          "post_cflags = -O3 -O2\n")
+    flags = hostjit.build_flags(str(tmp_path), cuda=False)
+    assert (flags.opt, flags.std, flags.cxx) == ("2", "-std=c++20", "c++")  # the last -O of the host compile line
+    assert hostjit.interpreter_level("s") == 2 and hostjit.interpreter_level("0") == 0
+    macros = hostjit.predefined(flags)
+    assert "__OPTIMIZE__" in macros.define and "__NO_INLINE__" not in macros.define
+    assert "__clang__" in macros.undefine and "__OPTIMIZE__" not in macros.undefine
+    assert macros.define["__GNUC__"].startswith("#define __GNUC__ ")
+    unoptimised = hostjit.predefined(hostjit.Flags([], {}, std="-std=c++20"))
+    assert "__NO_INLINE__" in unoptimised.define and "__OPTIMIZE__" in unoptimised.undefine
 
 
 def test_a_pch_is_used_only_whole_and_this_users(tmp_path, monkeypatch):

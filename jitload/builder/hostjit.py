@@ -733,7 +733,7 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
 
 def interpreter_level(opt: str) -> int:
     """The interpreter's optimisation level for a g++ ``-O`` level (``s`` is -O2's, ``g`` -O1's)."""
-    return {"s": 2, "g": 1}.get(opt, int(opt or 0))
+    return {"s": 2, "g": 1}[opt] if opt in ("s", "g") else int(opt or 0)
 
 
 # The interpreter's (clang's) own predefined macros that g++ does not define (its CPU's features are asked of

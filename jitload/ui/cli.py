@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 
 import torch
 
@@ -198,14 +199,18 @@ def _removable(path: str) -> str | None:
 
 
 def _remove_build(path: str) -> None:
-    # Under the build's lock: a build running in it finishes first (its wait is announced at once).
+    # Under the build's lock: a build running in it finishes first (its wait is announced at once). Moved
+    # aside, then deleted: a build waiting for the lock finds the name gone at once and makes the folder
+    # again (jitload.builder.lock), instead of making its lock file again in a folder half deleted.
     with build_lock(path, announce_after_s=0.0):
-        shutil.rmtree(path)  # rmtree removes links inside the folder, never what they point to
+        aside = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.removed-", dir=os.path.dirname(path))
+        os.rename(path, aside)  # onto the empty folder just made: a name nobody else has
+        shutil.rmtree(aside)  # rmtree removes links inside the folder, never what they point to
 
 
 def _remove_cache(root: str) -> None:
     """Every build under ``root``, each under its lock, then ``root`` itself; links are removed, not followed."""
-    for entry in os.scandir(root):
+    for entry in list(os.scandir(root)):  # listed first: not the folders moved aside as each is removed
         if entry.is_dir(follow_symlinks=False):
             _remove_build(entry.path)
         else:
