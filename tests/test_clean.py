@@ -1,14 +1,16 @@
 """`jitload clean` takes extension names only, stays inside the cache root, never follows a symbolic link and
-waits for a build running in what it deletes."""
+waits for a build running in what it deletes, and leaves the lock of a build that came meanwhile."""
 
+import fcntl
 import os
+import shutil
 import threading
 import time
 
 import pytest
 
 from jitload.builder import toolchain
-from jitload.builder.lock import build_lock
+from jitload.builder.lock import LOCK_NAME, build_lock
 from jitload.ui import cli
 
 
@@ -93,3 +95,49 @@ def test_clean_waits_for_a_running_build(cache, capsys, names):
     builder.join()
     cleaner.join()
     assert results == [0] and not os.path.exists(build_dir)
+
+
+def _held_by_another(directory):
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_clean_leaves_the_lock_of_a_build_that_came_while_it_deleted(cache, monkeypatch):
+    build_dir = os.path.join(cache, "built")
+    holding, cleaned, seen = threading.Event(), threading.Event(), []
+
+    def build():
+        try:
+            with build_lock(build_dir, poll_s=0.01):
+                holding.set()
+                cleaned.wait(30)
+                seen.append(_held_by_another(build_dir))
+        except Exception as err:
+            seen.append(err)
+            holding.set()
+
+    builder = threading.Thread(target=build)
+    rmtree = shutil.rmtree
+
+    def a_build_arrives(path, *args, **kwargs):
+        builder.start()
+        holding.wait(5)  # a bound on the wait for the build to lock its folder, not a timing assertion
+        rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(cli.shutil, "rmtree", a_build_arrives)
+    assert cli.main(["clean", "built"]) == 0
+    cleaned.set()
+    builder.join()
+    # The build locked the folder made again and still holds that lock after clean let go of its own.
+    assert seen == [True]
+    assert os.path.isdir(build_dir) and not os.listdir(build_dir)  # and, done, deleted its lock file itself
+    assert not [e for e in os.listdir(cache) if e.startswith(".")]  # nothing left moved aside

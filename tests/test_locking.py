@@ -1,16 +1,20 @@
-"""Concurrent and killed builds: one build shared by two processes; a SIGKILLed build never blocks."""
+"""Concurrent and killed builds: one build shared by two processes; a SIGKILLed build never blocks; a relink
+holds the lock; a folder removed while a build waits for it is made again."""
 
 import fcntl
 import os
+import shutil
 import signal
+import stat
 import subprocess
+import threading
 import time
 
 import pytest
 from extensions import PYBIND_BINDING, PYTHON, make_extension
 
 import jitload
-from jitload.builder import build, manifest
+from jitload.builder import build, lock, manifest
 from jitload.builder.errors import BuildError
 from jitload.builder.extension import BuildInfo, Extension
 from jitload.builder.fullbuild import BuildSpec
@@ -134,3 +138,40 @@ def test_relinking_objects_another_process_rebuilt_is_refused(tmp_path, monkeypa
     monkeypatch.setattr(build, "link_library", lambda *a, **k: pytest.fail("linked objects it did not build"))
     with pytest.raises(BuildError, match="rebuilt by another process"):
         handle._relink(state, BuildInfo("loaded", 0.0))
+
+
+class _Said:
+    """Stands in for the lock's logger: what it said, and an event set at its wait's announcement."""
+
+    def __init__(self):
+        self.lines, self.waiting = [], threading.Event()
+
+    def info(self, message, *args):
+        self.lines.append(message % args)
+        if "waiting for the build" in self.lines[-1]:
+            self.waiting.set()
+
+
+def test_a_build_waiting_for_a_folder_that_is_removed_makes_it_again(tmp_path, monkeypatch):
+    folder = tmp_path / "build"
+    folder.mkdir(mode=0o700)
+    (folder / "stale.so").write_text("")
+    said = _Said()
+    monkeypatch.setattr(lock, "log", said)
+    seen = []
+
+    def build():
+        try:
+            with build_lock(str(folder), poll_s=0.01, announce_after_s=0.0):
+                seen.append((sorted(os.listdir(folder)), stat.S_IMODE(os.stat(folder).st_mode)))
+        except Exception as err:
+            seen.append(err)
+
+    builder = threading.Thread(target=build)
+    with build_lock(str(folder)):  # what `jitload clean` does under the lock
+        builder.start()
+        assert said.waiting.wait(30)
+        shutil.rmtree(folder)
+    builder.join()
+    assert seen == [([LOCK_NAME], 0o700)]  # made again, empty and private, and locked
+    assert any("was removed while this process waited" in line for line in said.lines)
