@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import jitload
-from jitload.builder import hostjit, hostunit
+from jitload.builder import hostflags, hostjit, hostunit
 from jitload.builder.errors import BuildError
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
@@ -588,20 +588,20 @@ TORCH_LIBRARY_IMPL(jl_oplib_test, CompositeExplicitAutograd, m) {
                                                                            "-march=native"]),
 ])
 def test_build_flags_that_may_change_the_host_codes_meaning_are_named(words, foreign):
-    assert hostjit._foreign(words) == foreign
+    assert hostflags._foreign(words) == foreign
 
 
 def test_the_units_macros_are_the_full_build_compilers(tmp_path):
     (tmp_path / "build.ninja").write_text("cxx = c++\ncflags = -DTORCH_EXTENSION_NAME=x -fPIC -std=c++20\n"
                                           "post_cflags = -O3 -O2\n")
-    flags = hostjit.build_flags(str(tmp_path), cuda=False)
+    flags = hostflags.build_flags(str(tmp_path), cuda=False)
     assert (flags.opt, flags.std, flags.cxx) == ("2", "-std=c++20", "c++")  # the last -O of the host compile line
-    assert hostjit.interpreter_level("s") == 2 and hostjit.interpreter_level("0") == 0
-    macros = hostjit.predefined(flags)
+    assert hostflags.interpreter_level("s") == 2 and hostflags.interpreter_level("0") == 0
+    macros = hostflags.predefined(flags)
     assert "__OPTIMIZE__" in macros.define and "__NO_INLINE__" not in macros.define
     assert "__clang__" in macros.undefine and "__OPTIMIZE__" not in macros.undefine
     assert macros.define["__GNUC__"].startswith("#define __GNUC__ ")
-    unoptimised = hostjit.predefined(hostjit.Flags([], {}, std="-std=c++20"))
+    unoptimised = hostflags.predefined(hostflags.Flags([], {}, std="-std=c++20"))
     assert "__NO_INLINE__" in unoptimised.define and "__OPTIMIZE__" in unoptimised.undefine
 
 

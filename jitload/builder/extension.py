@@ -53,6 +53,7 @@ from . import (
     devicecode,
     fingerprint,
     fullbuild,
+    hostflags,
     hostjit,
     hostunit,
     imagecmp,
@@ -377,7 +378,7 @@ class Extension:
             self._check_unit(unit, flags)
             hostjit.start(flags.include_dirs, cuda)
             hostjit.check_schemas(unit.schemas)
-            compiled = hostjit.compile_unit(unit, namespace, hostjit.interpreter_level(flags.opt))
+            compiled = hostjit.compile_unit(unit, namespace, hostflags.interpreter_level(flags.opt))
             images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
             hostjit.register_impls()  # an op library's kernels, overriding the loaded library's
         except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
@@ -401,16 +402,16 @@ class Extension:
         return None
 
     def _host_unit(self, namespace: str, read: Callable[[str], str], cuda: bool
-                   ) -> tuple[hostunit.Unit, hostjit.Flags]:
+                   ) -> tuple[hostunit.Unit, hostflags.Flags]:
         """The sources as the interpreter's unit, with the full build's flags (its ninja file)."""
-        flags = hostjit.build_flags(self._spec.build_directory, cuda)
+        flags = hostflags.build_flags(self._spec.build_directory, cuda)
         user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
         unit = hostunit.build(list(self._spec.sources), namespace, read=read, include_dirs=user_dirs,
-                              defines=flags.defines, predefined=hostjit.predefined(flags),
-                              pulls_assert=functools.partial(hostjit.pulls_assert, flags))
+                              defines=flags.defines, predefined=hostflags.predefined(flags),
+                              pulls_assert=functools.partial(hostflags.pulls_assert, flags))
         return unit, flags
 
-    def _check_unit(self, unit: hostunit.Unit, flags: hostjit.Flags) -> None:
+    def _check_unit(self, unit: hostunit.Unit, flags: hostflags.Flags) -> None:
         """Refuse (Unsupported) a unit whose code would mean something else in the interpreter than in the
         full build, or whose registrations cannot be made again in this process."""
         if flags.foreign:
