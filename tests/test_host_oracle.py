@@ -1,11 +1,11 @@
 """The host-JIT oracle (benchmarks/host_oracle.py) on a sample: after a host edit, every call must see the same
 from the interpreter's code as from the full build that replaces it (value, exception, printed output, warnings).
 
-CPU (cppyy installed): five programs of tests/host_corpus, one edit each, chosen so that every family of the
+CPU (cppyy installed): four programs of tests/host_corpus, one edit each, chosen so that every family of the
 corpus is called at least once: the Python boundary's types, keywords, exceptions, printing and tensor identity
-(boundary); compiler flags and floating point under -O2 (flags_o2); NDEBUG defined by the source (ndebug); two
-sources and a shared header (two_sources); an op library called through torch.ops (op_library). Each program is
-one process of its own: its base build, then the edit. Two full builds a program, about 4 minutes on 2 cores.
+(boundary); compiler flags and floating point under -O2 (flags_o2); NDEBUG defined by the source (ndebug); an op
+library called through torch.ops (op_library). Each program is one process of its own: its base build, then the
+edit, which the interpreter must take. Two full builds a program, about 4 minutes on 2 cores.
 The recorder's own checks need no build. The whole corpus is the script's.
 """
 
@@ -32,14 +32,16 @@ oracle = _load_oracle()
 needs_cppyy = pytest.mark.skipif(not oracle.cppyy_available(),
                                  reason="cppyy is not installed (the host JIT runs host edits in its interpreter)")
 
-SAMPLE = [("boundary", "keywords"), ("flags_o2", "v2"), ("ndebug", "v2"), ("two_sources", "main"),
-          ("op_library", "v2")]
+SAMPLE = [("boundary", "keywords"), ("flags_o2", "v2"), ("ndebug", "v2"), ("op_library", "v2")]
+# two_sources' shared header is read under each source's own macros: the unit refuses it, a refusal that
+# tests/test_hostjit.py shows without a build, so a build here would compare nothing.
+REFUSED = {"two sources", "shared header macro"}
 
 
 def test_the_sample_covers_every_family_of_the_corpus():
     every = oracle.programs()
     covered = {f for name, _ in SAMPLE for f in every[name].families}
-    assert covered == {f for p in every.values() for f in p.families}
+    assert covered | REFUSED == {f for p in every.values() for f in p.families}
     for name, edit in SAMPLE:
         assert edit in every[name].edits
 
@@ -57,7 +59,8 @@ def _explain(outcomes):
 def test_a_host_edit_run_by_the_interpreter_behaves_as_its_full_build(tmp_path, program, edit):
     outcomes = oracle.run_program(program, [edit], str(tmp_path), progress=lambda _: None)
     assert len(outcomes) == 1
-    # A refusal (status 'built', or a reload that raises) costs time, never correctness: it has no differences.
+    # The interpreter must take each of these edits (else nothing is compared), and agree on every call.
+    assert outcomes[0]["status"] == "jit", _explain(outcomes)
     assert not outcomes[0]["differences"], _explain(outcomes)
 
 
