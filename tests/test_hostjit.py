@@ -107,7 +107,6 @@ def test_a_pragma_once_header_of_two_sources_is_read_once(tmp_path):
 
 @pytest.mark.parametrize("block", [
     'm.def("f", &f, py::arg("x") = 1);',
-    'py::class_<Foo>(m, "Foo");',
     'm.def("f", [](int x) { return x; });',
     'm.def("f", &f); m.def("f", &g);',
 ])
@@ -115,6 +114,27 @@ def test_a_module_blocks_pybind11_code_is_taken_as_it_is(tmp_path, block):
     unit = _unit(tmp_path, "int f(int x) { return x; }\nint g(int x, int y) { return y; }\n"
                            f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
     assert unit.module and block in unit.code
+
+
+@pytest.mark.parametrize("block", ['py::class_<Foo>(m, "Foo");', 'py::enum_<E>(m, "E");',
+                                   'py::register_exception<Err>(m, "Err");'])
+def test_types_pybind11_registers_once_per_process_are_refused(tmp_path, block):
+    with pytest.raises(hostunit.Unsupported, match="registers a type with pybind11, once per process"):
+        _unit(tmp_path, f"int f() {{ return 1; }}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n  {block}\n}}\n")
+
+
+@pytest.mark.parametrize("name", ["__TIMESTAMP__", "__BASE_FILE__"])
+def test_macros_naming_the_time_or_the_file_are_refused(tmp_path, name):
+    with pytest.raises(hostunit.Unsupported, match=name):
+        _unit(tmp_path, f"const char* f() {{ return {name}; }}\n"
+                        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n')
+
+
+def test_refusals_name_a_long_function_readably():
+    text = ("Failed to materialize symbols: { (main, { _ZNSt8_Rb_treeIiSt4pairIKiiESt10_Select1stIS2_ESt4lessIiESaIS2_"
+            "EE8_M_eraseEPSt13_Rb_tree_nodeIS2_E }) }")
+    said = hostjit.refusal(text)
+    assert "std::_Rb_tree<...>::_M_erase(" in said and len(said) < 260, said
 
 
 def test_a_second_module_block_is_refused(tmp_path):
@@ -309,7 +329,7 @@ SOURCE = textwrap.dedent("""\
 
     PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         m.def("scale", &scale, "x * alpha + OFFSET");
-        m.def("count", &count);
+        m.def("count", &count, py::arg("x"), py::arg("extra") = 0);
         m.def("split_sum", &split_sum);
         m.def("asserts_on", &asserts_on);
         m.def("holds_gil", &holds_gil);
@@ -370,7 +390,8 @@ def _outputs(ext):
             "same_type": type(ext.same(sub)).__name__, "fresh_type": type(ext.fresh(sub)).__name__,
             "mode_saw": mode.calls, "doc": ext.fresh.__doc__, "callable": type(ext.fresh).__name__,
             "keyword": ext.fresh(x=torch.ones(1)).tolist(), "bad_keyword": _raised(lambda: ext.fresh(y=1)),
-            "bad_int": _raised(lambda: ext.count(y, 2 ** 40)), "unsigned_neg": _raised(lambda: ext.as_unsigned(-1))}
+            "bad_int": _raised(lambda: ext.count(y, 2 ** 40)), "default": ext.count(y),
+            "by_name": ext.count(x=y, extra=1), "unsigned_neg": _raised(lambda: ext.as_unsigned(-1))}
 
 
 def _same(a, b):
@@ -423,7 +444,7 @@ def test_a_host_edit_runs_the_interpreters_code_and_equals_the_full_build(cpu_ex
     assert "C++ interpreter" in str(ext.info) and "replaces it is running" in str(ext.info)
     jit = _outputs(ext)
     torch.testing.assert_close(jit["scale"], torch.linspace(-2, 3, 8, dtype=torch.float64) * 0.5 + 2)
-    assert jit["count"] == 10
+    assert jit["count"] == 10 and jit["default"] == 6 and jit["by_name"] == 7  # py::arg keywords and defaults
     torch.testing.assert_close(jit["grad"], torch.full((3,), 3.0))  # autograd through the wrapper's own ops
     with pytest.raises(RuntimeError, match="scale: x must be 1-D, got 2 dimensions"):
         ext.scale(torch.ones(2, 2), 1.0)
@@ -592,15 +613,18 @@ def test_build_flags_that_may_change_the_host_codes_meaning_are_named(words, for
 
 
 def test_the_units_macros_are_the_full_build_compilers(tmp_path):
-    (tmp_path / "build.ninja").write_text("cxx = c++\ncflags = -DTORCH_EXTENSION_NAME=x -fPIC -std=c++20\n"
+    (tmp_path / "build.ninja").write_text("cxx = c++\ncflags = -DTORCH_EXTENSION_NAME=x -D_GLIBCXX_USE_CXX11_ABI=1 "
+                                          "-D_GLIBCXX_ASSERTIONS -fPIC -std=c++20\n"
                                           "post_cflags = -O3 -O2\n")
     flags = hostflags.build_flags(str(tmp_path), cuda=False)
     assert (flags.opt, flags.std, flags.cxx) == ("2", "-std=c++20", "c++")  # the last -O of the host compile line
+    assert flags.foreign == ["-D_GLIBCXX_ASSERTIONS"]  # acts on headers parsed once; torch's own ABI macro does not
     assert hostflags.interpreter_level("s") == 2 and hostflags.interpreter_level("0") == 0
     macros = hostflags.predefined(flags)
     assert "__OPTIMIZE__" in macros.define and "__NO_INLINE__" not in macros.define
     assert "__clang__" in macros.undefine and "__OPTIMIZE__" not in macros.undefine
     assert macros.define["__GNUC__"].startswith("#define __GNUC__ ")
+    assert "__PIC__" in macros.define and "__PIE__" in macros.undefine and "linux" in macros.undefine
     unoptimised = hostflags.predefined(hostflags.Flags([], {}, std="-std=c++20"))
     assert "__NO_INLINE__" in unoptimised.define and "__OPTIMIZE__" in unoptimised.undefine
 

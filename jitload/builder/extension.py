@@ -675,8 +675,9 @@ class Extension:
             self._module = _load_op_library(module_name, library)
             self.modules_loaded += 1
             self._loaded_objects = dict(state.objects)
-            if hostjit.setting() not in hostjit.OFF:
-                self._registered = self._library_registrations()  # what a host edit may not drop
+            # What a host edit may not drop, read from the sources (milliseconds) whether or not the host JIT is
+            # on now: it may be by the next edit.
+            self._registered = self._library_registrations()
         self._state = state
         self._verify_error, self._unverified = None, False
         info.module_name, info.seconds = module_name, time.perf_counter() - start

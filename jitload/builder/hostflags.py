@@ -26,6 +26,7 @@ class Flags:
     opt: str = "0"  # the host code's -O level (g++ and nvcc default to 0): 0-3, s or g
     cxx: str = "c++"  # the full build's host compiler (its ninja file's)
     std: str = ""  # its -std= flag
+    pic: str = ""  # its -fPIC (or -fpic, -fPIE, -fpie): g++'s __PIC__ and __PIE__ follow it
 
 
 # Flags that leave the host code's meaning as the interpreter has it: warnings, debug levels, position-independent
@@ -55,12 +56,16 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
     words = [w for name in names for w in shlex.split(values.get(name, ""))]
     dirs: list[str] = []
     defines: dict[str, str] = {}
+    reserved: list[str] = []
     for i, word in enumerate(words):
         flag, value = _flag(word, words[i + 1] if i + 1 < len(words) else "")
         if flag == "-D":
             name, eq, text = value.partition("=")
-            # Macros of the ABI and of CUDA's half types act on headers parsed once per process: not per unit.
-            if not name.startswith("_") and name != "TORCH_API_INCLUDE_EXTENSION_H":
+            if name.startswith("_") and name not in _TORCH_HEADER_MACROS:
+                # A reserved name (_GLIBCXX_ASSERTIONS, _FORTIFY_SOURCE, ...) acts on the toolchain's headers,
+                # which the interpreter parsed once for the process: it cannot be set for one unit.
+                reserved.append(f"-D{value}")
+            elif not name.startswith("_") and name != "TORCH_API_INCLUDE_EXTENSION_H":
                 defines[name] = text if eq else "1"
         elif flag and value not in dirs:
             dirs.append(value)
@@ -68,8 +73,9 @@ def build_flags(build_directory: str, cuda: bool) -> Flags:
             (words[i + 1].split(",") if w in ("--compiler-options", "-Xcompiler") and i + 1 < len(words) else [w])]
     levels = [m.group(1) or "1" for w in host if (m := _OPT.fullmatch(w))]
     stds = [w for w in host if w.startswith("-std=")]
-    return Flags(dirs, defines, _foreign(words), levels[-1] if levels else "0",
-                 shlex.split(values.get("cxx", "") or "c++")[0], stds[-1] if stds else "")
+    pic = [w for w in host if w in ("-fPIC", "-fpic", "-fPIE", "-fpie")]
+    return Flags(dirs, defines, [*reserved, *_foreign(words)], levels[-1] if levels else "0",
+                 shlex.split(values.get("cxx", "") or "c++")[0], stds[-1] if stds else "", pic[-1] if pic else "")
 
 
 def interpreter_level(opt: str) -> int:
@@ -87,7 +93,12 @@ _CLANG_ONLY = ("__clang__", "__clang_major__", "__clang_minor__", "__clang_patch
                "__NO_MATH_INLINES", "__OBJC_BOOL_IS_BOOL", "__POINTER_WIDTH__", "__WINT_UNSIGNED__",
                "__OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES", "__OPENCL_MEMORY_SCOPE_DEVICE",
                "__OPENCL_MEMORY_SCOPE_SUB_GROUP", "__OPENCL_MEMORY_SCOPE_WORK_GROUP",
-               "__OPENCL_MEMORY_SCOPE_WORK_ITEM", "__OPTIMIZE__", "__OPTIMIZE_SIZE__", "__NO_INLINE__")
+               "__OPENCL_MEMORY_SCOPE_WORK_ITEM", "__OPTIMIZE__", "__OPTIMIZE_SIZE__", "__NO_INLINE__",
+               "__PIC__", "__pic__", "__PIE__", "__pie__", "linux", "unix")
+# The reserved -D macros torch itself passes: the interpreter's headers were parsed with them as the build has them.
+_TORCH_HEADER_MACROS = frozenset({"_GLIBCXX_USE_CXX11_ABI", "__CUDA_NO_HALF_OPERATORS__",
+                                  "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                                  "__CUDA_NO_HALF2_OPERATORS__"})
 # Predefined by g++ and fixed by the language or the target for both compilers: never redefined (clang warns).
 _KEEP = frozenset({"__cplusplus", "__STDC__", "__STDC_HOSTED__", "__STDC_UTF_16__", "__STDC_UTF_32__",
                    "__FLT_EVAL_METHOD__"})
@@ -120,7 +131,7 @@ def _cpu_features(cxx: str) -> frozenset[str]:
 def predefined(flags: Flags) -> hostunit.Predefined:
     """The full build's compiler's predefined macros for ``flags``, and the interpreter's it lacks. Raises
     :class:`hostunit.Unsupported` where that compiler cannot be asked (its macros would be guessed)."""
-    words = tuple(w for w in (flags.std, f"-O{flags.opt}") if w)
+    words = tuple(w for w in (flags.std, f"-O{flags.opt}", flags.pic) if w)
     define = _gcc_macros(flags.cxx, words)
     if not define:
         raise hostunit.Unsupported(f"the full build's compiler {flags.cxx} did not list its predefined macros "

@@ -281,13 +281,23 @@ def _diagnosed(text: str, ok: bool) -> None:
         os.write(2, text.encode())
 
 
+def _short(name: str, limit: int = 80) -> str:
+    """A demangled name cut to a readable length: template arguments, then parameters, as '...'."""
+    while len(name.replace("\x00", "<...>")) > limit and re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "\x00", name)  # the innermost first: each pass removes a level
+    name = name.replace("\x00", "<...>")
+    if len(name) > limit and "(" in name:
+        name = name.split("(", 1)[0] + "(...)"
+    return name if len(name) <= limit else name[:limit] + "..."
+
+
 def refusal(text: str) -> str:
     """One sentence for the interpreter's report of symbols it could not link (it lists them mangled, once
     per attempt): how many functions, and the first as the user spells it."""
     from . import devicecode
 
     names = list(dict.fromkeys(re.findall(r"\b_Z\w+", text)))
-    shown = [re.sub(r"\bjl_\w+?_\d+_\d+::", "", devicecode.demangle(n) or n) for n in names]
+    shown = [_short(re.sub(r"\bjl_\w+?_\d+_\d+::", "", devicecode.demangle(n) or n)) for n in names]
     if not shown:
         return "the interpreter could not link the code: " + " ".join(text.split())[:200]
     count = f"{len(shown)} function{'s' * (len(shown) > 1)}"
@@ -593,7 +603,7 @@ def compile_unit(unit: hostunit.Unit, module_name: str, opt: int = 0) -> Compile
     _declare(unit.code)
     names = [tags()[i] for i in range(before, tags().size())]
     instances = [(before + i, _spelled(n.decode() if isinstance(n, bytes) else str(n))) for i, n in enumerate(names)]
-    module = types.ModuleType(module_name, f"host code compiled by jitload's C++ interpreter ({unit.namespace})")
+    module = types.ModuleType(module_name)  # no docstring, as a PYBIND11_MODULE without m.doc() has none
     module.__file__ = None
     if unit.module:
         error = str(_run(getattr(getattr(cppyy.gbl, unit.namespace), hostunit.MODULE_FILL), module))

@@ -143,6 +143,12 @@ def _module_init(path: str, text: str, item: devicecode.Item) -> str:
     head = _MODULE_HEAD.match(text[item.start:item.body].strip())
     if not head:
         raise Unsupported(f"{_label(path)}:{item.line}: a PYBIND11_MODULE head jitload cannot read")
+    body = devicecode._mask(text[item.body:item.end])
+    registered = re.search(r"\b(class_|enum_|register_exception|register_local_exception)\b", body)
+    if registered:
+        # pybind11 registers a C++ type once per process: the full build could not be loaded after it either.
+        raise Unsupported(f"{_label(path)}:{item.line}: py::{registered.group(1)} registers a type with pybind11, "
+                          "once per process")
     return f"void {MODULE_INIT}(::pybind11::module_& {head.group(2)}) " + text[item.body:item.end]
 
 
@@ -274,6 +280,9 @@ class _Reader:
         masked = devicecode._mask(text)
         if "__COUNTER__" in masked:
             raise Unsupported(f"{_label(path)}: __COUNTER__ counts differently in the interpreter")
+        for name in ("__TIMESTAMP__", "__BASE_FILE__"):
+            if re.search(rf"\b{name}\b", masked):
+                raise Unsupported(f"{_label(path)}: {name} names another file, or time, in the interpreter")
         if re.search(r"(?m)^[ \t]*#[ \t]*line\b", masked):
             raise Unsupported(f"{_label(path)}: a #line directive of its own")
         self.defines += _DEFINE.findall(masked)
