@@ -1,10 +1,28 @@
 """Small extensions the tests build, in the fast-rebuild layout: a binding plus torch-free kernel files."""
 
+import fcntl
 import os
 import sys
 import textwrap
 
 PYTHON = sys.executable
+
+
+def lock_held_elsewhere(directory) -> bool:
+    """Whether another open file holds the build lock of ``directory`` (False where it has no lock file)."""
+    from jitload.builder.lock import LOCK_NAME
+
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def write(path, text: str) -> str:

@@ -1,16 +1,16 @@
 """`jitload clean` takes extension names only, stays inside the cache root, never follows a symbolic link and
 waits for a build running in what it deletes, and leaves the lock of a build that came meanwhile."""
 
-import fcntl
 import os
 import shutil
 import threading
 import time
 
 import pytest
+from extensions import lock_held_elsewhere
 
 from jitload.builder import toolchain
-from jitload.builder.lock import LOCK_NAME, build_lock
+from jitload.builder.lock import build_lock
 from jitload.ui import cli
 
 
@@ -97,20 +97,6 @@ def test_clean_waits_for_a_running_build(cache, capsys, names):
     assert results == [0] and not os.path.exists(build_dir)
 
 
-def _held_by_another(directory):
-    try:
-        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def test_clean_leaves_the_lock_of_a_build_that_came_while_it_deleted(cache, monkeypatch):
     build_dir = os.path.join(cache, "built")
     holding, cleaned, seen = threading.Event(), threading.Event(), []
@@ -120,7 +106,7 @@ def test_clean_leaves_the_lock_of_a_build_that_came_while_it_deleted(cache, monk
             with build_lock(build_dir, poll_s=0.01):
                 holding.set()
                 cleaned.wait(30)
-                seen.append(_held_by_another(build_dir))
+                seen.append(lock_held_elsewhere(build_dir))
         except Exception as err:
             seen.append(err)
             holding.set()

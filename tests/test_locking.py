@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from extensions import PYBIND_BINDING, PYTHON, make_extension
+from extensions import PYBIND_BINDING, PYTHON, lock_held_elsewhere, make_extension
 
 import jitload
 from jitload.builder import build, lock, manifest
@@ -99,17 +99,6 @@ def test_lock_file_removed_and_lock_still_exclusive(tmp_path):
     assert not os.path.exists(tmp_path / LOCK_NAME)
 
 
-def _locked_by_someone(directory):
-    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def _relinking_handle(directory, tag):
     spec = BuildSpec(name="relinked", sources=(), build_directory=str(directory))
     state = manifest.State(key="k", tag=tag)
@@ -122,7 +111,7 @@ def test_relinking_a_build_holds_its_folders_lock(tmp_path, monkeypatch):
     held = []
 
     def link_library(directory, name, tag, **kwargs):
-        held.append(_locked_by_someone(directory))
+        held.append(lock_held_elsewhere(directory))
         return build.NinjaRun(0, "", 1, 0.0)
 
     monkeypatch.setattr(build, "link_library", link_library)

@@ -401,13 +401,14 @@ class Extension:
         self._start_bet(False, before, jit=True)
         return None
 
-    def _host_unit(self, namespace: str, read: Callable[[str], str], cuda: bool
+    def _host_unit(self, namespace: str, read: Callable[[str], str], cuda: bool, *, to_compile: bool = True
                    ) -> tuple[hostunit.Unit, hostflags.Flags]:
-        """The sources as the interpreter's unit, with the full build's flags (its ninja file)."""
+        """The sources as the interpreter's unit, with the full build's flags (its ninja file). ``to_compile``
+        False: only what the unit registers is wanted, and its compiler's macros are not asked for."""
         flags = hostflags.build_flags(self._spec.build_directory, cuda)
         user_dirs = [d for d in flags.include_dirs if swapplan.is_user_file(d)]
         unit = hostunit.build(list(self._spec.sources), namespace, read=read, include_dirs=user_dirs,
-                              defines=flags.defines, predefined=hostflags.predefined(flags),
+                              defines=flags.defines, predefined=hostflags.predefined(flags) if to_compile else None,
                               pulls_assert=functools.partial(hostflags.pulls_assert, flags))
         return unit, flags
 
@@ -438,7 +439,7 @@ class Extension:
         """What the op library just loaded registers, read from its sources (None where they cannot be)."""
         cuda = any(src.endswith(_CUDA_SUFFIXES) for src in self._spec.sources)
         try:
-            return self._host_unit("jl_registrations", _reader({}), cuda)[0].registered
+            return self._host_unit("jl_registrations", _reader({}), cuda, to_compile=False)[0].registered
         except (hostunit.Unsupported, devicecode.Unsure, OSError):
             return None
 

@@ -9,8 +9,8 @@ Its kernels come from nvcc (the device code alone, as for a kernel swap, in the 
 launched through their ``cudaKernel_t`` on the stream the code names.
 
 The unit is compiled as the full build's compiler would compile it, as far as the interpreter can: at the
-build's ``-O`` level, with that compiler's predefined macros (:func:`predefined`) and without contracting
-``a * b + c``; a flag whose meaning it cannot reproduce refuses the edit (:data:`_NEUTRAL`). A Python module's
+build's ``-O`` level, with that compiler's predefined macros and without contracting ``a * b + c``; a flag whose
+meaning it cannot reproduce refuses the edit (both read by :mod:`jitload.builder.hostflags`). A Python module's
 ``PYBIND11_MODULE`` body runs as it is, pybind11's own code, on a module object of its own: its functions
 convert, reject and return arguments, carry their docstring signatures and raise as the full build's do. An op
 library's ``TORCH_LIBRARY_IMPL`` kernels are registered over the loaded library's, for the same schemas.

@@ -40,6 +40,7 @@ _DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)")
 _DEFINE_OR_UNDEF = re.compile(r"(?m)^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)")
 _ASSERT_HEADERS = frozenset({"assert.h", "cassert"})  # no include guard: each inclusion reads NDEBUG anew
 _HOISTED = "\0jitload-hoisted {}\0"  # where a toolchain include stood in the body (see :func:`build`)
+_HOISTED_AT = re.compile(re.escape(_HOISTED).replace(r"\{\}", "([^\0]*)"))
 
 
 class Unsupported(Exception):
@@ -429,7 +430,7 @@ def _check_macros_apart(reader: _Reader) -> None:
         leaked = set().union(*(reader.macros[f] for f in reader.under[first][1:]))  # its headers' (not popped)
         for later in sources[n + 1:]:
             spelled = set().union(*(reader.words[f] for f in reader.under[later]))
-            hit = sorted(leaked & spelled - set(_DEFINE_OR_UNDEF.findall(devicecode._mask(reader.read(later)))))
+            hit = sorted(leaked & spelled - reader.macros[later])
             included = {h for h, src in reader.again if src == later}
             hit = [name for name in hit if not any(name in reader.macros[h] for h in included)]
             if hit:
@@ -480,8 +481,7 @@ def build(sources: list[str], namespace: str, *, read: Callable[[str], str], inc
     _check_macros_apart(reader)
     _check_kernels_launched_only(reader)
     placed = _assert_includes(reader, pulls_assert)
-    body = [re.sub(r"\0jitload-hoisted ([^\0]*)\0", lambda m: placed.get(m.group(1), ""), part)
-            for part in reader.body]
+    body = [_HOISTED_AT.sub(lambda m: placed.get(m.group(1), ""), part) for part in reader.body]
     macros = dict(defines or {})
     predefined = predefined or Predefined()
     # Every macro the unit touches is pushed first and popped last: what torch, the C library or an earlier
