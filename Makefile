@@ -24,12 +24,15 @@ $(BIN)/activate:
 	@echo "torch: $$($(PYTHON) jitload/builder/torch_select.py --why)"
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
+# `jitload prepare`: the host JIT's precompiled torch headers (20-40 s of one core, once per machine and torch
+# version), so that a first load and a process's first host edit take the interpreter in seconds.
 # --no-compile: pip would byte-compile every module of torch and Jupyter ahead of time; Python compiles the ones a
 # process imports on first use instead, a fraction of them.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet --upgrade pip
 	$(if $(strip $(TORCH_SPEC)),$(BIN)/pip install --quiet --no-compile $(TORCH_SPEC),@echo "torch: the one $(PYTHON) has")
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
+	$(BIN)/jitload prepare || echo "jitload prepare failed (above): first loads build in full until it succeeds"
 	touch $@
 
 run: $(VENV)/.installed

@@ -6,6 +6,8 @@ a kernel with its reference in ways a wrong kernel cannot slip through; ``bench`
 PyTorch, ``torch.compile`` and the copy bandwidth measured in the same run.
 """
 
+import os
+
 from .builder.errors import BuildError
 from .builder.extension import BuildInfo, Extension, handles, load, load_inline, prepare, wait
 from .harness.benchmark import BenchResult, bench
@@ -26,5 +28,8 @@ def watch(ext: Extension, *, start: bool = True):
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jitload``: the %%cuda, %%cpp and %%kernel cell magics."""
     from .ui.magics import JitloadMagics
+
+    # A notebook's host edits come after its first load: the interpreter starts in the background after it.
+    os.environ.setdefault("JITLOAD_HOST_JIT", "warm")
 
     ipython.register_magics(JitloadMagics)

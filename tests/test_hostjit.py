@@ -28,6 +28,7 @@ from jitload.builder import hostflags, hostjit, hostunit
 from jitload.builder.errors import BuildError
 
 CORPUS = os.path.join(os.path.dirname(__file__), "swap_corpus")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_cppyy = pytest.mark.skipif(importlib.util.find_spec("cppyy") is None,
                                  reason="cppyy is not installed (the project's dependencies install it)")
 
@@ -553,6 +554,66 @@ def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, t
     assert (status, verification) == ("jit", "replacing"), lines[0]
     # The full build of the same text, loaded in its place, gives the same values.
     assert lines[1].startswith("built the full build now runs True [7.0, 9.0, 11.0, 13.0]"), lines[1]
+
+
+@needs_cppyy
+def test_prepare_makes_the_pch_a_first_load_takes_and_make_runs_it(cpu_ext):
+    """`jitload prepare` (make's install step): this machine's PCH, made or waited for (the fixture's build may
+    still run), sealed where a load looks for it."""
+    done = subprocess.run([sys.executable, "-m", "jitload", "prepare"], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "JITLOAD_HOST_JIT": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.strip().endswith(hostjit.machine_pch()), done.stdout
+    assert hostjit.usable_pch() == hostjit.machine_pch()
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        installed = f.read().split("$(VENV)/.installed: pyproject.toml", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/jitload prepare" in installed, installed
+
+
+WARM_WORKER = r"""
+import sys, time, torch, jitload
+from jitload.builder import hostjit
+src, build = sys.argv[1], sys.argv[2]
+ext = jitload.load("hostjit_warm", [src], build_directory=build)
+loaded = time.perf_counter()
+while not hostjit._session.ready and time.perf_counter() - loaded < 300:
+    time.sleep(0.1)  # the user reads the result and edits; the interpreter starts meanwhile
+print(ext.info.status, hostjit._session.ready, f"{time.perf_counter() - loaded:.1f}", flush=True)
+with open(src) as f:
+    text = f.read()
+with open(src, "w") as f:
+    f.write(text.replace("+ 1.0;", "+ 3.0;"))
+t = time.perf_counter()
+ext.reload()
+out = ext.scale(torch.arange(4.0, dtype=torch.float64), 2.0)
+print(ext.info.status, f"{time.perf_counter() - t:.2f}", out.tolist(), flush=True)
+ext.stop_verification()
+"""
+
+
+@needs_cppyy
+def test_a_fresh_processs_first_host_edit_takes_the_interpreter_started_after_the_first_load(cpu_ext, tmp_path):
+    """JITLOAD_HOST_JIT=warm (jitload watch, %load_ext jitload, a Jupyter kernel): the interpreter starts in the
+    background after a load from disk, and the process's first host edit runs on it, no restart."""
+    pch = hostjit.machine_pch()
+    deadline = time.monotonic() + 300
+    while not os.path.exists(pch) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert os.path.exists(pch), "the PCH was not built in 300 s"
+    src, build = tmp_path / "warm.cpp", str(tmp_path / "build")
+    src.write_text(SOURCE.replace("OFFSET", "1.0"))
+    build_only = "import sys, jitload\njitload.load('hostjit_warm', [sys.argv[1]], build_directory=sys.argv[2])"
+    built = subprocess.run([sys.executable, "-c", build_only, str(src), build],
+                           capture_output=True, text=True, timeout=900, env={**os.environ, "JITLOAD_HOST_JIT": "0"})
+    assert built.returncode == 0, built.stderr[-3000:]
+    done = subprocess.run([sys.executable, "-c", WARM_WORKER, str(src), build], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "JITLOAD_HOST_JIT": "warm"})
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout + done.stderr[-3000:]
+    assert lines[0].split()[:2] == ["loaded", "True"], lines[0]  # from disk; the interpreter up by itself
+    status, _seconds, values = lines[1].split(" ", 2)
+    assert status == "jit", lines[1]
+    assert values == "[3.0, 5.0, 7.0, 9.0]", lines[1]  # the edit's code: x * 2 + 3
 
 
 OP_SOURCE = textwrap.dedent("""\

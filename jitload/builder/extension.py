@@ -612,8 +612,9 @@ class Extension:
             self._warm_host_jit()
         result = fullbuild.run(spec, force=force, verbose=self._verbose)
         if not first:
-            # A build just loaded is usually called at once, and cppyy's import holds the GIL for its C++
-            # start (1-2 s): the interpreter starts a little after, unless an edit needs it sooner.
+            # A build just loaded is usually called at once, and the interpreter's start holds the GIL for
+            # moments (0.65 s at most, 2.2 s in all on 2 cores): it starts a little after, unless an edit needs
+            # it sooner.
             self._warm_host_jit(delay=_WARM_AFTER_LOAD_S)
         if result.commands:
             status = "built"
@@ -624,7 +625,7 @@ class Extension:
         self._adopt(result.state, result.library, info, start)
 
     def _warm_host_jit(self, delay: float = 0.0) -> None:
-        if hostjit.setting() == "warm":
+        if hostjit.warm_wanted():
             cuda = any(s.endswith(_CUDA_SUFFIXES) for s in self._spec.sources)
             hostjit.warm(cuda and swap.gpu_available(), delay=delay)
 
@@ -706,7 +707,7 @@ class Extension:
         return replace(state, tag=tag), library
 
 
-_WARM_AFTER_LOAD_S = 10.0  # see _rebuild
+_WARM_AFTER_LOAD_S = 2.0  # see _rebuild: past the first calls of what was loaded, well before an edit
 
 # The module each extension name loaded last in this process: what its static initialisers registered.
 _LAST_LOADED: dict[str, str] = {}

@@ -19,9 +19,10 @@ What runs here is a stand-in: the caller (:mod:`jitload.builder.extension`) star
 it in place of the interpreter's code when it is done. Code in the interpreter is never unloaded (each edit
 is a new namespace), so a process that takes hundreds of host edits grows by their size.
 
-``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts the interpreter at the first full build of an
-extension that could use it, in a thread (one core for those seconds; ``jitload watch`` sets it); unset, the
-interpreter starts at the first host edit, which then waits for it.
+``JITLOAD_HOST_JIT``: ``0`` turns this off; ``warm`` starts the interpreter after the first load of an
+extension that could use it, in a thread (one core for those seconds; ``jitload watch`` and ``%load_ext
+jitload`` set it, and a Jupyter kernel does as if it were set); else the interpreter starts at the first host
+edit, which then waits for it. ``jitload prepare`` (run by ``make``) makes the PCH ahead of a first load.
 """
 
 from __future__ import annotations
@@ -423,12 +424,43 @@ def seal(path: str) -> str:
 def usable_pch() -> str | None:
     """:func:`machine_pch` where it is there, this user's, and whole (as its builder sealed it); else None."""
     path = machine_pch()
+    return path if _sealed(path) else None
+
+
+def _sealed(path: str) -> bool:
     try:
         with open(path + ".seal") as f:
             sealed = f.read()
-        return path if _trusted(path) and seal(path) == sealed else None
+        return _trusted(path) and seal(path) == sealed
     except OSError:
-        return None
+        return False
+
+
+def prepare(cuda: bool | None = None, timeout: float = 900.0) -> tuple[str, str]:
+    """Make the interpreter's PCH now (``make`` and the Docker image do, so that a first load takes the
+    interpreter): waits for it, or for another process building it. (path, what happened)."""
+    from . import swap
+
+    if setting() in OFF:
+        return "", f"nothing to do: the host JIT is off ({ENV}={settings.get(ENV)})"
+    if importlib.util.find_spec("cppyy_backend") is None:
+        return "", "nothing to do: cppyy is not installed (pip install cppyy)"
+    cuda = swap.gpu_available() if cuda is None else cuda
+    out = pch_path(cuda)
+    if _sealed(out):
+        return out, "already made"
+    started = time.monotonic()
+    job = build_pch(cuda)
+    if job is not None:
+        job.wait(timeout)
+    else:  # another process's build: its marker goes when it ends
+        while os.path.exists(out + ".building") and time.monotonic() - started < timeout:
+            time.sleep(0.5)
+    if not _sealed(out):
+        log = out + ".log"
+        raise JitError(f"the interpreter's PCH could not be made (see {log})" if os.path.exists(log)
+                       else "the interpreter's PCH could not be made")
+    return out, f"made in {time.monotonic() - started:.1f} s"
 
 
 def _pch_inputs(cuda: bool) -> tuple[list[str], list[str]]:
@@ -476,17 +508,18 @@ def machine_pch() -> str:
     return pch_path(swap.gpu_available())
 
 
-def build_pch() -> subprocess.Popen | None:
-    """Start building :func:`machine_pch` in a process of its own where it is missing (about 20 s of one core,
-    once per machine and torch version); None where there is nothing to do."""
+def build_pch(cuda: bool | None = None) -> subprocess.Popen | None:
+    """Start building :func:`machine_pch` (``cuda``: the one with CUDA's headers, or without; default: this
+    machine's) in a process of its own where it is missing (20-40 s of one core, once per machine and torch
+    version); None where there is nothing to do or another process builds it."""
     from . import swap, trust
 
     if setting() in OFF or importlib.util.find_spec("cppyy_backend") is None:
         return None
-    cuda = swap.gpu_available()
+    cuda = swap.gpu_available() if cuda is None else cuda
     out = pch_path(cuda)
     marker = out + ".building"
-    if usable_pch() == out:
+    if _sealed(out):
         return None  # one that is missing, cut short or not this user's is made again
     trust.private_dir(os.path.dirname(out))
     try:
@@ -513,13 +546,27 @@ def describe() -> str:
         cppyy_version = version("cppyy")
     except PackageNotFoundError:
         cppyy_version = "?"
-    when = "during the first build" if setting() == "warm" else "at the first host edit"
+    when = "in the background after the first load" if warm_wanted() else "at the first host edit"
     pch = usable_pch()
     if pch is not None:
         how = f"from the PCH {pch}"
     else:
-        how = "parsing torch's headers (20 s) until the PCH is made (by the next build with the host JIT on)"
+        how = ("parsing torch's headers (20-30 s) until the PCH is made (`jitload prepare`, or the next build "
+               "with the host JIT on)")
     return f"on (cppyy {cppyy_version}): the interpreter starts {when}, {how}"
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel: its host edits come after a first load, seconds apart."""
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None) if shell is not None else None
+    return "ipykernel" in sys.modules and get is not None and getattr(get(), "kernel", None) is not None
+
+
+def warm_wanted() -> bool:
+    """Whether the interpreter starts in the background once an extension is loaded: ``JITLOAD_HOST_JIT=warm``
+    (``jitload watch`` and ``%load_ext jitload`` set it), or unset in a Jupyter kernel."""
+    return setting() == "warm" or (setting() == "" and in_notebook())
 
 
 def warm(cuda: bool, delay: float = 0.0) -> None:

@@ -1,4 +1,4 @@
-"""The ``jitload`` command: doctor, build, check, bench, watch, clean."""
+"""The ``jitload`` command: doctor, build, check, bench, watch, clean, prepare."""
 
 from __future__ import annotations
 
@@ -164,10 +164,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from ..builder import hostjit
+
+    which = "torch's and CUDA's headers" if args.cuda else "torch's headers"
+    print(f"jitload prepare: precompiling {which} for the host JIT (once per machine and torch version; "
+          "20-40 s of one core)", flush=True)
+    try:
+        path, what = hostjit.prepare(cuda=args.cuda or None)
+    except hostjit.JitError as err:
+        print(f"jitload prepare: {err}; a first load builds in full, and host edits start the interpreter "
+              "from torch's headers", file=sys.stderr)
+        return 1
+    print(f"jitload prepare: {what}{': ' + path if path else ''}")
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from .watcher import watch_target
 
-    # Every save is an edit to take quickly: torch's headers are parsed for the host JIT during the first build.
+    # Every save is an edit to take quickly: the host JIT's interpreter starts in the background after the first
+    # load.
     os.environ.setdefault("JITLOAD_HOST_JIT", "warm")
     watcher = watch_target(args.target, name=args.name, check=args.check, bench=args.bench)
     try:
@@ -293,13 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", help="extension name for source files (default: the first file's stem)")
     p.add_argument("--check", action="store_true", help="check against the kernel's reference after each build")
     p.add_argument("--bench", action="store_true", help="a short timing after each build")
+    p = sub.add_parser("prepare", help="precompile torch's headers for the host JIT (make does), so that a first "
+                                       "load and the first host edit take the interpreter in seconds")
+    p.add_argument("--cuda", action="store_true",
+                   help="with CUDA's headers, as a machine with a GPU uses (default: whether a GPU is visible)")
     p = sub.add_parser("clean", help="delete cached builds")
     p.add_argument("name", nargs="*", help="extension names (default: the whole jitload cache for this torch)")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     args.argv = argv
     handler = {"doctor": cmd_doctor, "build": cmd_build, "check": cmd_check, "bench": cmd_bench,
-               "watch": cmd_watch, "clean": cmd_clean}[args.command]
+               "watch": cmd_watch, "clean": cmd_clean, "prepare": cmd_prepare}[args.command]
     try:
         return handler(args)
     except BuildError as err:
