@@ -450,12 +450,20 @@ def prepare(cuda: bool | None = None, timeout: float = 900.0) -> tuple[str, str]
     if _sealed(out):
         return out, "already made"
     started = time.monotonic()
-    job = build_pch(cuda)
-    if job is not None:
-        job.wait(timeout)
-    else:  # another process's build: its marker goes when it ends
-        while os.path.exists(out + ".building") and time.monotonic() - started < timeout:
+    for _ in range(2):  # a second time where another process's build died and left its marker behind
+        job = build_pch(cuda)
+        if job is not None:
+            try:
+                job.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise JitError(f"the interpreter's PCH was not made in {timeout:.0f} s (its builder, pid "
+                               f"{job.pid}, runs on)") from None
+            break
+        # another process's build: its marker goes when it ends, or is stale after 600 s
+        while _building(out + ".building") and time.monotonic() - started < timeout:
             time.sleep(0.5)
+        if _sealed(out):
+            break
     if not _sealed(out):
         log = out + ".log"
         raise JitError(f"the interpreter's PCH could not be made (see {log})" if os.path.exists(log)
@@ -508,6 +516,13 @@ def machine_pch() -> str:
     return pch_path(swap.gpu_available())
 
 
+def _building(marker: str) -> bool:
+    try:
+        return time.time() - os.stat(marker).st_mtime < 600
+    except FileNotFoundError:
+        return False
+
+
 def build_pch(cuda: bool | None = None) -> subprocess.Popen | None:
     """Start building :func:`machine_pch` (``cuda``: the one with CUDA's headers, or without; default: this
     machine's) in a process of its own where it is missing (20-40 s of one core, once per machine and torch
@@ -522,11 +537,8 @@ def build_pch(cuda: bool | None = None) -> subprocess.Popen | None:
     if _sealed(out):
         return None  # one that is missing, cut short or not this user's is made again
     trust.private_dir(os.path.dirname(out))
-    try:
-        if time.time() - os.stat(marker).st_mtime < 600:
-            return None  # another process builds it
-    except FileNotFoundError:
-        pass
+    if _building(marker):
+        return None  # another process builds it
     with open(marker, "w"):
         pass
     spec = importlib.util.find_spec("cppyy_backend")
