@@ -535,15 +535,20 @@ print(ext.info.status, ext.info.verification, bool(torch.equal(first, again)), f
 """
 
 
-@needs_cppyy
-def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, tmp_path):
-    # The fixture started the PCH of torch's headers (once per machine and torch version).
+def _wait_for_pch() -> None:
+    """The PCH of torch's headers the cpu_ext fixture started (once per machine and torch version)."""
     pch = hostjit.machine_pch()
     deadline = time.monotonic() + 300
     while not os.path.exists(pch) and time.monotonic() < deadline:
         assert not os.path.exists(pch + ".log"), open(pch + ".log").read()[-2000:]
         time.sleep(1)
     assert os.path.exists(pch), "the PCH was not built in 300 s"
+
+
+@needs_cppyy
+def test_a_new_process_gets_a_never_built_source_from_the_interpreter(cpu_ext, tmp_path):
+    # The fixture started the PCH of torch's headers (once per machine and torch version).
+    _wait_for_pch()
     src = tmp_path / "fresh.cpp"
     src.write_text(SOURCE.replace("OFFSET", "7"))
     done = subprocess.run([sys.executable, "-c", FRESH_WORKER, str(src), str(tmp_path / "build")],
@@ -595,11 +600,7 @@ ext.stop_verification()
 def test_a_fresh_processs_first_host_edit_takes_the_interpreter_started_after_the_first_load(cpu_ext, tmp_path):
     """JITLOAD_HOST_JIT=warm (jitload watch, %load_ext jitload, a Jupyter kernel): the interpreter starts in the
     background after a load from disk, and the process's first host edit runs on it, no restart."""
-    pch = hostjit.machine_pch()
-    deadline = time.monotonic() + 300
-    while not os.path.exists(pch) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert os.path.exists(pch), "the PCH was not built in 300 s"
+    _wait_for_pch()
     src, build = tmp_path / "warm.cpp", str(tmp_path / "build")
     src.write_text(SOURCE.replace("OFFSET", "1.0"))
     build_only = "import sys, jitload\njitload.load('hostjit_warm', [sys.argv[1]], build_directory=sys.argv[2])"

@@ -165,13 +165,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from ..builder import hostjit
+    from ..builder import hostjit, swap
 
-    which = "torch's and CUDA's headers" if args.cuda else "torch's headers"
+    cuda = args.cuda or swap.gpu_available()
+    which = "torch's and CUDA's headers" if cuda else "torch's headers"
     print(f"jitload prepare: precompiling {which} for the host JIT (once per machine and torch version; "
           "20-40 s of one core)", flush=True)
     try:
-        path, what = hostjit.prepare(cuda=args.cuda or None)
+        path, what = hostjit.prepare(cuda=cuda)
     except hostjit.JitError as err:
         print(f"jitload prepare: {err}; a first load builds in full, and host edits start the interpreter "
               "from torch's headers", file=sys.stderr)
