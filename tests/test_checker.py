@@ -400,3 +400,13 @@ def test_a_nonfinite_mismatch_names_the_element_that_differs():
     assert report.reasons == {"wrong_values"}
     assert "2 of 7 elements" in report.failures[0].detail
     assert "worst at (5,): got 0.0, expected -inf" in report.failures[0].detail
+
+
+def test_a_check_leaves_the_deterministic_mode_as_it_found_it_and_still_poisons_new_memory():
+    # check() holds deterministic algorithms on for all of its cases; an output left unwritten must still fail.
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    report = jitload.check(lambda a: torch.empty_like(a), lambda a: a * 2, lambda n, dt, dev: (torch.randn(n, dtype=dt,
+                           device=dev),), sizes=[16], device="cpu", layouts=["contiguous"], trials=1)
+    assert not report.ok
+    after = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    assert after == before

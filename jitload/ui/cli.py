@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import functools
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -56,6 +59,32 @@ def _build(kernel: kernels.Kernel, verbose: bool = False):
     return ext
 
 
+def _prebuild(selected: list[kernels.Kernel], verbose: bool = False) -> None:
+    """Build the selected kernels side by side, one ``jitload build`` process each, as many at once as there are
+    cores, before the first is checked. A build is one compiler per source and its binding (torch's headers) is
+    most of it, so kernels built in turn leave the other cores idle. The loop after this loads each from the
+    cache in milliseconds; a kernel whose build failed here is built again there, where its errors are shown as
+    for one kernel. Nothing is timed while these run."""
+    jobs = min(len(selected), os.cpu_count() or 1)
+    if jobs < 2:
+        return
+    print(f"jitload: building {len(selected)} kernels, {jobs} at a time", flush=True)
+
+    def build(kernel: kernels.Kernel) -> tuple[kernels.Kernel, float, str]:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "jitload", "build", kernel.folder, *(["-v"] * verbose)],
+                              capture_output=True, text=True)
+        status = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else \
+            "failed (its errors follow when it is built again below)"
+        return kernel, time.perf_counter() - start, status
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for n, future in enumerate(concurrent.futures.as_completed([pool.submit(build, k) for k in selected]), 1):
+            kernel, seconds, status = future.result()
+            print(f"jitload: [{n}/{len(selected)}] {kernel.name} built in {seconds:.1f} s: "
+                  f"{status.removeprefix(kernel.name + ': ')}", flush=True)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     text, ok = doctor.report()
     print(text)
@@ -63,7 +92,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    for kernel in _selected(args):
+    selected = _selected(args)
+    _prebuild(selected, args.verbose)
+    for kernel in selected:
         _build(kernel, args.verbose)
     return 0
 
@@ -100,14 +131,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else []),
                  *(["--no-guards"] if args.no_guards else []),
                  *(["--timeout", str(args.timeout)] if args.timeout is not None else [])]
-        codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in _selected(args)]
+        selected = _selected(args)
+        _prebuild(selected, args.verbose)
+        codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in selected]
         return max(codes, default=0)
     if args.sanitize:
         print("jitload: --sanitize runs the check in a child process under compute-sanitizer; drop --no-isolate",
               file=sys.stderr)
         return 2
     device = _device()
-    failed = [k.name for k in _selected(args) if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
+    selected = _selected(args)
+    _prebuild(selected, args.verbose)
+    failed = [k.name for k in selected if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
     status = 1 if failed else 0
     if args.progress:
         ProgressFile(args.progress).finish(status)  # the parent trusts no exit code without this line
@@ -119,6 +154,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     device = _device()
     selected = _selected(args)
+    _prebuild(selected, args.verbose)
     report: list[str] = []
     status = 0
     for kernel in selected:
