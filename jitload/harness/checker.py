@@ -186,32 +186,14 @@ def poisoned_allocations() -> Iterator[None]:
         torch.is_deterministic_algorithms_warn_only_enabled()
     fill = det.fill_uninitialized_memory
     try:
-        # warn_only: a nondeterministic op inside the candidate must not turn into an error here. Switching the
-        # mode costs milliseconds (a check's thousand cases would spend seconds on it): check() holds it on for
-        # all of its cases, and only the fill is switched per block.
-        if not (enabled and warn_only):
-            torch.use_deterministic_algorithms(True, warn_only=True)
+        # warn_only: a nondeterministic op inside the candidate must not turn into an error here.
+        torch.use_deterministic_algorithms(True, warn_only=True)
         det.fill_uninitialized_memory = True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             yield
     finally:
         det.fill_uninitialized_memory = fill
-        if not (enabled and warn_only):
-            torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-
-
-@contextlib.contextmanager
-def _deterministic_warn_only() -> Iterator[None]:
-    """Deterministic algorithms on (warn_only) for a whole check, so that :func:`poisoned_allocations` need not
-    switch the mode per case. The reference runs under it too: it selects another kernel for a few CUDA ops
-    (scatter and index accumulation), a deterministic one."""
-    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), \
-        torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
-        yield
-    finally:
         torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
 
 
@@ -505,11 +487,10 @@ def check(
     tols = {**TOLERANCES, **(tolerances or {})}
     run = _Runner(candidate, reference, make_inputs, device, guards=guards, timeout=timeout, on_case=on_case,
                   events=_events)
-    with _deterministic_warn_only():
-        for case in _cases(sizes, timed_sizes, dtypes, trials, layouts, seed, tols):
-            if run.lost:
-                break
-            run.forward(case)
+    for case in _cases(sizes, timed_sizes, dtypes, trials, layouts, seed, tols):
+        if run.lost:
+            break
+        run.forward(case)
     if grad:
         for case in _grad_cases(dtypes, seed, tols):
             if not run.lost:
@@ -642,11 +623,11 @@ class _Runner:
         before = [_Snapshot.of(t) if isinstance(t, torch.Tensor) else None for t in inputs]
         _sync(self.device)
         guard = GuardedAllocations() if self.guards else contextlib.nullcontext()
-        with poisoned_allocations(), guard:
-            got = self.candidate(*inputs)
-        # No synchronize here: a result must already be right on the current stream. The comparison's own
-        # tensors are written whole, so they are not poisoned (a fill of each would double its memory traffic).
-        cmp = _compare(got, expected, case.rtol, case.atol)
+        with poisoned_allocations():
+            with guard:
+                got = self.candidate(*inputs)
+            # No synchronize here: a result must already be right on the current stream.
+            cmp = _compare(got, expected, case.rtol, case.atol)
         row.update(max_abs_err=cmp.max_abs, max_rel_err=cmp.max_rel, worst_index=cmp.worst)
         if self.guards:
             _sync(self.device)  # a write left running on a side stream lands before the guards are read
