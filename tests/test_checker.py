@@ -403,7 +403,7 @@ def test_a_nonfinite_mismatch_names_the_element_that_differs():
 
 
 def test_a_check_leaves_the_deterministic_mode_as_it_found_it_and_still_poisons_new_memory():
-    # check() holds deterministic algorithms on for all of its cases; an output left unwritten must still fail.
+    # The poisoning switches deterministic algorithms on around each call; the user's setting comes back after.
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     report = jitload.check(lambda a: torch.empty_like(a), lambda a: a * 2, lambda n, dt, dev: (torch.randn(n, dtype=dt,
                            device=dev),), sizes=[16], device="cpu", layouts=["contiguous"], trials=1)

@@ -126,12 +126,12 @@ def _check_kernel(kernel: kernels.Kernel, device: torch.device, args: argparse.N
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    selected = _selected(args)
     if not args.no_isolate:
         # each kernel in a fresh process (jitload.harness.check_process): a crash fails that kernel, not the command
         extra = [*(["--dtype", *args.dtype] if args.dtype else []), *(["-v"] if args.verbose else []),
                  *(["--no-guards"] if args.no_guards else []),
                  *(["--timeout", str(args.timeout)] if args.timeout is not None else [])]
-        selected = _selected(args)
         _prebuild(selected, args.verbose)
         codes = [check_in_child(k.name, k.folder, extra, sanitize=args.sanitize) for k in selected]
         return max(codes, default=0)
@@ -140,7 +140,6 @@ def cmd_check(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     device = _device()
-    selected = _selected(args)
     _prebuild(selected, args.verbose)
     failed = [k.name for k in selected if not all(r.ok for r in _check_kernel(k, device, args)[1].values())]
     status = 1 if failed else 0
