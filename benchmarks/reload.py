@@ -22,8 +22,14 @@ JITLOAD_HOST_JIT=warm (a Jupyter kernel's default): its load from disk, its inte
 background, and its first host edit. jitload's first load takes the interpreter only where torch's headers are
 precompiled for it (`jitload prepare`, which make runs; once per machine and torch version).
 
+Part 4 (the interpreter's first result needs a GPU where sources hold kernels), a fresh machine: an empty
+extension cache, `jitload prepare` timed (what make's install step runs), then the first load of the article's
+two files (notebooks/article) and of an op library in a fresh process by each loader, jitload's status line
+saying what ran, its full build's wait, and a next process's first host edit.
+
     python benchmarks/reload.py [--jobs 8] [--out reload.md]
     python benchmarks/reload.py --cpp-only        # part 3 alone
+    python benchmarks/reload.py --fresh-only      # part 4 alone
     python benchmarks/reload.py --write-results   # the tables become this machine's reload section of
                                                   # benchmarks/results/ (results_page.py stamps it)
 """
@@ -39,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 BINDING = """
 #include <torch/extension.h>
@@ -410,6 +417,160 @@ def cpp_table(env: dict[str, str]) -> list[str]:
     return lines
 
 
+# Part 4 (a GPU for the interpreter's first result), a fresh machine: an empty extension cache (no PCH, no
+# objects, no ccache), then what make's install step does (`jitload prepare`), then the article's two files
+# (notebooks/article) and an op library, each loaded for the first time in a fresh process by each loader.
+ARTICLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "notebooks", "article")
+FRESH_WORKER = r"""
+import json, os, sys, time
+t = time.perf_counter()
+import torch
+which, kind, src, build_dir = sys.argv[1:5]
+if which == "jitload":
+    import jitload as ce
+else:
+    from torch.utils import cpp_extension as ce
+imported = time.perf_counter() - t
+gpu = torch.cuda.is_available()
+a, b = (torch.randn(1 << 20, device="cuda" if gpu else "cpu") for _ in range(2))
+os.makedirs(build_dir, exist_ok=True)
+t = time.perf_counter()
+if kind == "article":
+    m = ce.load(name="custom_add", sources=[os.path.join(src, "bindings.cpp"), os.path.join(src, "custom_kernel.cu")],
+                extra_cflags=["-O2"], extra_cuda_cflags=["-O2", "--use_fast_math"], build_directory=build_dir)
+    if gpu:
+        live = bool(torch.equal(m.add(a, b), a + b))
+    else:  # no GPU: the wrapper's own check, in the code just loaded
+        try:
+            m.add(a, b)
+            live = False
+        except RuntimeError as err:
+            live = "A must be a CUDA tensor" in str(err)
+else:
+    ce.load(name="fresh_oplib", sources=[src], build_directory=build_dir, is_python_module=False)
+    live = bool(torch.allclose(torch.ops.extension_cpp.mymuladd(a, b, 0.5), a * b + 0.5)) if gpu else True
+if gpu:
+    torch.cuda.synchronize()
+seconds = time.perf_counter() - t
+how = str(list(ce.handles().values())[0].info) if which == "jitload" else ""
+print(json.dumps({"step": "first load", "seconds": seconds, "import": imported, "live": live, "how": how}), flush=True)
+if which == "jitload":
+    t = time.perf_counter()
+    ce.wait()
+    print(json.dumps({"step": "full build replacing the interpreter's code", "seconds": time.perf_counter() - t,
+                      "live": True, "how": str(list(ce.handles().values())[0].info)}), flush=True)
+"""
+# The next process (a notebook's kernel restarted; JITLOAD_HOST_JIT=warm, as a Jupyter kernel has it): the article's
+# build loads from disk, the interpreter starts in the background, and the process's first host edit (the
+# TORCH_CHECK message of custom_kernel.cu) is timed from its save to the new message raised and a checked result.
+FRESH_EDIT_WORKER = r"""
+import json, os, sys, time
+import torch
+import jitload
+from jitload.builder import hostjit
+src, build_dir = sys.argv[1:3]
+gpu = torch.cuda.is_available()
+a, b = (torch.randn(1 << 20, device="cuda" if gpu else "cpu") for _ in range(2))
+def load():
+    return jitload.load(name="custom_add", sources=[os.path.join(src, "bindings.cpp"),
+                        os.path.join(src, "custom_kernel.cu")], extra_cflags=["-O2"],
+                        extra_cuda_cflags=["-O2", "--use_fast_math"], build_directory=build_dir)
+t = time.perf_counter()
+m = load()
+print(json.dumps({"step": "next process: load from disk", "seconds": time.perf_counter() - t, "live": True,
+                  "how": str(m.info)}), flush=True)
+loaded = time.perf_counter()
+while not hostjit._session.ready and time.perf_counter() - loaded < 600:
+    time.sleep(0.05)
+print(json.dumps({"step": "its interpreter up, in the background (from the load)",
+                  "seconds": time.perf_counter() - loaded, "live": hostjit._session.ready, "how": ""}), flush=True)
+path = os.path.join(src, "custom_kernel.cu")
+text = open(path).read()
+open(path, "w").write(text.replace('"Size mismatch between tensors"', '"A and B differ in size"'))
+t = time.perf_counter()
+m.reload()
+try:
+    m.add(a, b[:7])
+    live = False
+except RuntimeError as err:
+    live = "A and B differ in size" in str(err)
+if gpu:
+    live = live and bool(torch.equal(m.add(a, b), a + b))
+    torch.cuda.synchronize()
+print(json.dumps({"step": "its first host edit (a TORCH_CHECK message)", "seconds": time.perf_counter() - t,
+                  "live": live, "how": str(m.info)}), flush=True)
+m.stop_verification()
+"""
+
+
+def _fresh_run(which: str, kind: str, env: dict[str, str], tmp: str) -> list[dict]:
+    """One loader's first load of ``kind`` in a fresh process (and jitload's next process, for the article)."""
+    src = os.path.join(tmp, f"src-{which}")
+    if kind == "article":
+        os.makedirs(src)
+        for name in ("bindings.cpp", "custom_kernel.cu"):
+            with open(os.path.join(ARTICLE, name)) as f, open(os.path.join(src, name), "w") as out:
+                out.write(f.read())
+    else:
+        src += ".cu"
+        with open(os.path.join(CORPUS, "op_library.cu")) as f, open(src, "w") as out:
+            out.write(f.read())
+    build = os.path.join(tmp, f"build-{which}-{kind}")
+    proc = subprocess.run([sys.executable, "-c", FRESH_WORKER, which, kind, src, build], capture_output=True,
+                          text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{which}, {kind}: {proc.stderr[-3000:]}")
+    steps = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if which == "jitload" and kind == "article":
+        proc = subprocess.run([sys.executable, "-c", FRESH_EDIT_WORKER, src, build], capture_output=True, text=True,
+                              env=dict(env, JITLOAD_HOST_JIT="warm"))
+        if proc.returncode != 0:
+            raise SystemExit(f"jitload, next process: {proc.stderr[-3000:]}")
+        steps += [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return steps
+
+
+def fresh_table(env: dict[str, str]) -> list[str]:
+    """Part 4: from an empty extension cache, `jitload prepare` (make's install step), then each loader's first
+    loads; torch's runs beside jitload's (one process each), jitload's one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with tempfile.TemporaryDirectory(prefix="fresh-") as tmp:
+        env = dict(env, TORCH_EXTENSIONS_DIR=os.path.join(tmp, "cache"), JITLOAD_CCACHE="0")
+        env.pop("JITLOAD_HOST_JIT", None)  # each loader's default, as a first `python -c` has it
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "jitload", "prepare"], capture_output=True, text=True, env=env)
+        prepare = time.perf_counter() - t
+        if done.returncode != 0:
+            raise SystemExit(f"jitload prepare: {(done.stdout + done.stderr)[-2000:]}")
+        kinds = ("article", "op library") if _gpu() else ("article",)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            theirs = pool.submit(lambda: {k: _fresh_run("torch", k, env, tmp) for k in kinds})
+            ours = {k: _fresh_run("jitload", k, env, tmp) for k in kinds}
+            theirs = theirs.result()
+    lines = ["", "## A fresh machine: nothing built, then what make's install step does", "",
+             f"`jitload prepare` (make's install step; the interpreter's PCH of torch's and CUDA's headers, once per "
+             f"machine and torch version): {prepare:.1f} s. Then each first load in a fresh process (`import torch` "
+             "and the loader's import not counted, given apart), torch's `load()` in a process beside jitload's; "
+             "seconds from the call of `load` to the first checked result.", "",
+             "| sources | step | torch | jitload | jitload did |", "| --- | --- | ---: | ---: | --- |"]
+    for kind in kinds:
+        for entry in ours[kind]:
+            torch_entry = next((e for e in theirs[kind] if e["step"] == entry["step"]), None)
+            mine = f"{entry['seconds']:.2f}{'' if entry['live'] else ' **wrong result**'}"
+            other = "—" if torch_entry is None else \
+                f"{torch_entry['seconds']:.2f}{'' if torch_entry['live'] else ' **wrong result**'}"
+            what = "the article's two files" if kind == "article" else "an op library (`op_library.cu`)"
+            lines.append(f"| {what} | {entry['step']} | {other} | **{mine}** | {entry['how'][:160]} |")
+    return lines
+
+
+def _gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _machine_pch(env: dict[str, str]) -> list[str]:
     """The interpreter's PCH of torch's headers, made first by `jitload prepare` (as make's install step does,
     once per machine and torch version), so that every first load below finds it."""
@@ -429,6 +590,8 @@ def main() -> None:
     parser.add_argument("--skip-split", action="store_true", help="run part 2 only")
     parser.add_argument("--cpp-only", action="store_true", help="run part 3 alone (a C++ extension's host edits)")
     parser.add_argument("--skip-cpp", action="store_true", help="leave part 3 (a C++ extension's host edits) out")
+    parser.add_argument("--fresh-only", action="store_true",
+                        help="run part 4 alone (a fresh machine: empty caches, `jitload prepare`, first loads)")
     parser.add_argument("--write-results", action="store_true",
                         help="make the tables this machine's reload section of benchmarks/results/ (results_page.py)")
     parser.add_argument("--host-jit", choices=("warm", "lazy", "off"), default="warm",
@@ -446,7 +609,7 @@ def main() -> None:
     # loaders the same toolkit and arch so that only rebuild behaviour differs.
     env = dict(os.environ, CUDA_HOME=cuda_home)
     env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
-    if args.cpp_only:
+    if args.cpp_only or args.fresh_only:
         args.skip_split = True
     results = {} if args.skip_split else {which: _run(which, env) for which in ("torch", "jitload")}
 
@@ -458,7 +621,8 @@ def main() -> None:
         f"- torch {torch.__version__}, CUDA {torch.version.cuda}, nvcc {toolchain.nvcc_version(cuda_home)}, "
         f"Python {platform.python_version()}, TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}",
         f"- command: `python benchmarks/reload.py --jobs {args.jobs} --host-jit {args.host_jit}"
-        f"{' --cpp-only' * args.cpp_only}{' --skip-split' * args.skip_split}{' --skip-cpp' * args.skip_cpp}`",
+        f"{' --cpp-only' * args.cpp_only}{' --fresh-only' * args.fresh_only}{' --skip-split' * args.skip_split}"
+        f"{' --skip-cpp' * args.skip_cpp}`",
     ]
     if results:
         lines += ["- live? = the call after the step returned the edited constant (no = a stale module)", "",
@@ -473,8 +637,11 @@ def main() -> None:
         noop = {which: _noop_many_files(which, env) for which in ("torch", "jitload")}
         lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
                   f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
+    if args.fresh_only:
+        lines += fresh_table(env)
+        args.skip_cpp = args.cpp_only = True
     env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
-    if args.host_jit != "off":
+    if args.host_jit != "off" and not args.fresh_only:
         lines += _machine_pch(env)
     if not args.skip_cpp:
         lines += cpp_table(env)
@@ -488,8 +655,10 @@ def main() -> None:
         import results_page
 
         body = "\n".join(line for line in lines[1:] if not line.startswith("- ")).strip()  # the stamp says those
-        print(results_page.write_section("reload-cpp" if args.cpp_only else "reload",
-                                         "Rebuilds, kernel swaps and host edits (`benchmarks/reload.py`)", body))
+        section = "reload-fresh" if args.fresh_only else "reload-cpp" if args.cpp_only else "reload"
+        title = ("A fresh machine's first loads (`benchmarks/reload.py --fresh-only`)" if args.fresh_only
+                 else "Rebuilds, kernel swaps and host edits (`benchmarks/reload.py`)")
+        print(results_page.write_section(section, title, body))
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
