@@ -182,9 +182,6 @@ class Extension:
         self._unverified = False  # kernels swapped (or compiled alone) that no full build has verified yet
         self._jit: str | None = None  # the interpreter's namespace whose host code runs, until a full build
         self._registered: set[str] | None = None  # an op library's registrations in this process
-        # An op library first loaded through the interpreter: its schemas, defined in a fragment that the full
-        # build's TORCH_LIBRARY replaces (the interpreter's kernels keep the ops registered meanwhile).
-        self._fragment: Any = None
         self._lock = threading.RLock()
         self.info: BuildInfo | None = None
         self.modules_loaded = 0
@@ -380,48 +377,29 @@ class Extension:
             unit, flags = self._host_unit(namespace, _reader(texts), cuda)
             self._check_unit(unit, flags)
             hostjit.start(flags.include_dirs, cuda)
-            cold_library = not spec.python_module and self._module is None
-            if cold_library:
-                self._fragment = hostjit.define_schemas(unit.schemas)
-            else:
-                hostjit.check_schemas(unit.schemas)
+            hostjit.check_schemas(unit.schemas)
             compiled = hostjit.compile_unit(unit, namespace, hostflags.interpreter_level(flags.opt))
             images = self._jit_kernels(unit, texts, compiled.instances) if compiled.instances else {}
             hostjit.register_impls()  # an op library's kernels, overriding the loaded library's
         except (hostunit.Unsupported, hostjit.JitError, swap.SwapError, devicecode.Unsure, OSError) as err:
-            self._drop_fragment()
             return f"host JIT: {err}"
         except Exception as err:  # cppyy raises its own kinds (a static initialiser's C++ exception among them)
-            self._drop_fragment()
             return f"host JIT: the interpreter failed: {type(err).__name__}: {str(err).strip()[:300]}"
         self._cancel_bet()  # the full build of an older edit: this one's replaces it
-        if self._registered is not None or cold_library:
-            self._registered = (self._registered or set()) | unit.registered
+        if self._registered is not None:
+            self._registered |= unit.registered
         state = self._state
         state.files.update(before)
         state.files.update(fingerprint.take([f for f in unit.files if f not in state.files]))
         self._texts.update(texts)
         # An op library's ops stay where they are (torch.ops): the interpreter's kernels were registered for them.
-        if spec.python_module:
-            self._module = compiled.module
-        elif self._module is None:
-            self._module = types.ModuleType(f"{spec.name}_jit", "op library in the interpreter: its ops are under "
-                                                                "torch.ops until its full build is loaded")
+        self._module = compiled.module if spec.python_module else self._module
         self._jit = namespace
         self.info = BuildInfo("jit", time.perf_counter() - start, len(images), namespace,
                               kernels=len(compiled.instances), reason=why, verification="replacing")
         self._unverified = True
         self._start_bet(False, before, jit=True)
         return None
-
-    def _drop_fragment(self) -> None:
-        """The schemas a cold op library defined, taken back where its first load did not take the interpreter
-        (the full build's TORCH_LIBRARY defines them) or before its full build is loaded."""
-        fragment, self._fragment = self._fragment, None
-        if fragment is not None:
-            fragment._destroy()
-        if fragment is not None and self._jit is None:
-            self._module = None
 
     def _host_unit(self, namespace: str, read: Callable[[str], str], cuda: bool, *, to_compile: bool = True
                    ) -> tuple[hostunit.Unit, hostflags.Flags]:
@@ -443,7 +421,7 @@ class Extension:
         if self._spec.python_module != unit.module:
             raise hostunit.Unsupported("a Python module's bindings are PYBIND11_MODULE's, an op library's "
                                        "TORCH_LIBRARY's (is_python_module says which)")
-        if not self._spec.python_module and self._module is not None:  # (a first load has registered nothing)
+        if not self._spec.python_module:
             self._check_registrations(unit)
 
     def _check_registrations(self, unit: hostunit.Unit) -> None:
@@ -471,7 +449,8 @@ class Extension:
         None when done, else why the full build runs now ('' where the host JIT has nothing to say)."""
         spec = self._spec
         cuda = any(src.endswith(_CUDA_SUFFIXES) for src in spec.sources)
-        if hostjit.setting() in hostjit.OFF or hostjit.unavailable() or (cuda and not swap.gpu_available()):
+        if (hostjit.setting() in hostjit.OFF or hostjit.unavailable() or not spec.python_module
+                or (cuda and not swap.gpu_available())):
             return ""
         if manifest.read(spec.build_directory).up_to_date(key):
             return ""  # loading the build on disk takes milliseconds (asked first: the PCH's path is not free)
@@ -560,9 +539,6 @@ class Extension:
                 self.info = replace(info, verification=f"verified by the full build ({seconds:.1f} s)")
                 self._notify()
                 return
-            if bet.jit and self._fragment is not None and not moved:
-                self._load_cold_library(state, outcome, bet)
-                return
             if bet.jit and not self._spec.python_module:
                 # An op library's registrations are made once per process: its full build is for the next one.
                 if not moved:  # else the newer text's edit is still to be run: its reload sees the change
@@ -590,24 +566,6 @@ class Extension:
                 self._verify_error = err
                 self.info = replace(info, verification=f"{note}; the full build could not be loaded: {err}")
             self._notify()
-
-    def _load_cold_library(self, state: manifest.State, outcome: background.Outcome, bet: _Bet) -> None:
-        """An op library first loaded through the interpreter: its full build's TORCH_LIBRARY defines the schemas
-        the fragment held, and its kernels, registered last, take over from the interpreter's (which keep the
-        ops registered in between, so that torch.ops handles stay valid)."""
-        library = os.path.join(self._spec.build_directory, f"{self._spec.name}_{state.tag}.so")
-        info = self.info or BuildInfo("unchanged", 0.0)
-        self._fragment._destroy()
-        self._fragment, self._module, self._jit = None, None, None
-        try:
-            self._adopt(state, library, BuildInfo("built", 0.0, outcome.commands,
-                                                  reason="the full build replaces the interpreter's host code",
-                                                  verification="the full build now runs"), bet.started)
-            self._texts = fullbuild.texts_as_built(state.files)
-        except BuildError as err:
-            self._verify_error = err
-            self.info = replace(info, verification=f"the full build could not be loaded: {err}")
-        self._notify()
 
     def _differences(self, bet: _Bet, state: manifest.State) -> list[str]:
         """What differs between the code that runs and the full build's: 'host code', or kernels by name."""

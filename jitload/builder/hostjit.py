@@ -693,43 +693,6 @@ def check_schemas(schemas: list[tuple[str, str]]) -> None:
                            "registered once per process (restart Python to use it)")
 
 
-def define_schemas(schemas: list[tuple[str, str]]):
-    """An op library's first load in the interpreter: its schemas defined in torch.library fragments (which
-    claim no namespace, so the full build's TORCH_LIBRARY can be loaded later); the handle to take them back
-    with ``._destroy()``."""
-    import torch
-
-    for namespace in dict.fromkeys(ns for ns, _ in schemas):
-        # A namespace that a TORCH_LIBRARY (or a torch.library.Library "DEF") of this process already holds:
-        # the full build's TORCH_LIBRARY could not be loaded after the fragment, so neither is the fragment.
-        # A DEF library made and dropped at once is how torch's dispatcher is asked whether it is held.
-        try:
-            torch.library.Library(namespace, "DEF")._destroy()
-        except RuntimeError as err:
-            raise JitError(f"TORCH_LIBRARY({namespace}): the namespace is already defined in this process "
-                           f"({str(err).splitlines()[0][:200]})") from err
-    libraries: dict[str, torch.library.Library] = {}
-    try:
-        for namespace, text in schemas:
-            lib = libraries.setdefault(namespace, torch.library.Library(namespace, "FRAGMENT"))
-            lib.define(text.split("::", 1)[1] if "::" in text.split("(")[0] else text)
-    except RuntimeError as err:
-        for lib in libraries.values():
-            lib._destroy()
-        raise JitError(f"the op library's schemas could not be defined: {str(err).splitlines()[0]}") from err
-    return _Fragments(list(libraries.values()))
-
-
-@dataclass
-class _Fragments:
-    libraries: list
-
-    def _destroy(self) -> None:
-        for lib in self.libraries:
-            lib._destroy()
-        self.libraries = []
-
-
 def register_impls() -> int:
     """Register the declared unit's TORCH_LIBRARY_IMPL blocks (after its kernels are bound); how many."""
     import cppyy
