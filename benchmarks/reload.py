@@ -314,6 +314,16 @@ def layouts_table(env: dict[str, str], jobs: int) -> list[str]:
     return lines
 
 
+# The end of part 3's and part 4's workers: jitload's wait for the full build that replaces the interpreter's code.
+WAIT_FULL_BUILD = r"""
+if which == "jitload":
+    t = time.perf_counter()
+    ce.wait()
+    print(json.dumps({"step": "full build replacing the JIT's code", "seconds": time.perf_counter() - t,
+                      "live": True, "how": str(list(ce.handles().values())[0].info)}), flush=True)
+"""
+
+
 # Part 3 (any machine): a C++ extension's host code, the host JIT against torch's load(), in fresh processes.
 CPP_SOURCE = """
 #include <torch/extension.h>
@@ -344,11 +354,16 @@ for n, offset in enumerate(offsets[1:], 1):
     text = open(src).read()
     open(src, "w").write(text.replace(f"+ {offsets[n - 1]};", f"+ {offset};"))
     step(f"host edit {n}", offset, time.perf_counter())
-if which == "jitload":
-    t = time.perf_counter()
-    ce.wait()
-    print(json.dumps({"step": "full build replacing the JIT's code", "seconds": time.perf_counter() - t,
-                      "live": True, "how": str(list(ce.handles().values())[0].info)}), flush=True)
+""" + WAIT_FULL_BUILD
+
+
+# A next process's wait for its interpreter, started in the background by its load from disk.
+WAIT_INTERPRETER = r"""
+loaded = time.perf_counter()
+while not hostjit._session.ready and time.perf_counter() - loaded < 600:
+    time.sleep(0.05)
+print(json.dumps({"step": "its interpreter up, in the background (from the load)",
+                  "seconds": time.perf_counter() - loaded, "live": hostjit._session.ready, "how": ""}), flush=True)
 """
 
 
@@ -367,11 +382,7 @@ m = jitload.load("bench_cpp", [src], build_directory=build_dir)
 live = bool(torch.equal(m.scale(x, 2.0), x * 2 + float(offset)))
 print(json.dumps({"step": "next process: load from disk (import torch included)", "seconds": time.perf_counter() - t,
                   "live": live, "how": str(m.info)}), flush=True)
-loaded = time.perf_counter()
-while not hostjit._session.ready and time.perf_counter() - loaded < 600:
-    time.sleep(0.05)
-print(json.dumps({"step": "its interpreter up, in the background (from the load)",
-                  "seconds": time.perf_counter() - loaded, "live": hostjit._session.ready, "how": ""}), flush=True)
+__WAIT_INTERPRETER__
 text = open(src).read()
 open(src, "w").write(text.replace(f"+ {offset};", f"+ {new};"))
 t = time.perf_counter()
@@ -380,7 +391,7 @@ live = bool(torch.equal(m.scale(x, 2.0), x * 2 + float(new)))
 print(json.dumps({"step": "its first host edit", "seconds": time.perf_counter() - t, "live": live,
                   "how": str(m.info)}), flush=True)
 m.stop_verification()
-"""
+""".replace("__WAIT_INTERPRETER__", WAIT_INTERPRETER)
 
 
 def cpp_table(env: dict[str, str]) -> list[str]:
@@ -454,12 +465,7 @@ if gpu:
 seconds = time.perf_counter() - t
 how = str(list(ce.handles().values())[0].info) if which == "jitload" else ""
 print(json.dumps({"step": "first load", "seconds": seconds, "import": imported, "live": live, "how": how}), flush=True)
-if which == "jitload":
-    t = time.perf_counter()
-    ce.wait()
-    print(json.dumps({"step": "full build replacing the interpreter's code", "seconds": time.perf_counter() - t,
-                      "live": True, "how": str(list(ce.handles().values())[0].info)}), flush=True)
-"""
+""" + WAIT_FULL_BUILD
 # The next process (a notebook's kernel restarted; JITLOAD_HOST_JIT=warm, as a Jupyter kernel has it): the article's
 # build loads from disk, the interpreter starts in the background, and the process's first host edit (the
 # TORCH_CHECK message of custom_kernel.cu) is timed from its save to the new message raised and a checked result.
@@ -471,19 +477,12 @@ from jitload.builder import hostjit
 src, build_dir = sys.argv[1:3]
 gpu = torch.cuda.is_available()
 a, b = (torch.randn(1 << 20, device="cuda" if gpu else "cpu") for _ in range(2))
-def load():
-    return jitload.load(name="custom_add", sources=[os.path.join(src, "bindings.cpp"),
-                        os.path.join(src, "custom_kernel.cu")], extra_cflags=["-O2"],
-                        extra_cuda_cflags=["-O2", "--use_fast_math"], build_directory=build_dir)
 t = time.perf_counter()
-m = load()
+m = jitload.load(name="custom_add", sources=[os.path.join(src, "bindings.cpp"), os.path.join(src, "custom_kernel.cu")],
+                 extra_cflags=["-O2"], extra_cuda_cflags=["-O2", "--use_fast_math"], build_directory=build_dir)
 print(json.dumps({"step": "next process: load from disk", "seconds": time.perf_counter() - t, "live": True,
                   "how": str(m.info)}), flush=True)
-loaded = time.perf_counter()
-while not hostjit._session.ready and time.perf_counter() - loaded < 600:
-    time.sleep(0.05)
-print(json.dumps({"step": "its interpreter up, in the background (from the load)",
-                  "seconds": time.perf_counter() - loaded, "live": hostjit._session.ready, "how": ""}), flush=True)
+__WAIT_INTERPRETER__
 path = os.path.join(src, "custom_kernel.cu")
 text = open(path).read()
 open(path, "w").write(text.replace('"A must be a CUDA tensor"', '"A must live on the GPU"'))
@@ -500,7 +499,7 @@ if gpu:
 print(json.dumps({"step": "its first host edit (a TORCH_CHECK message)", "seconds": time.perf_counter() - t,
                   "live": live, "how": str(m.info)}), flush=True)
 m.stop_verification()
-"""
+""".replace("__WAIT_INTERPRETER__", WAIT_INTERPRETER)
 
 
 def _fresh_run(which: str, kind: str, env: dict[str, str], tmp: str) -> list[dict]:
@@ -530,7 +529,7 @@ def _fresh_run(which: str, kind: str, env: dict[str, str], tmp: str) -> list[dic
     return steps
 
 
-def fresh_table(env: dict[str, str]) -> list[str]:
+def fresh_table(env: dict[str, str], gpu: bool) -> list[str]:
     """Part 4: from an empty extension cache, `jitload prepare` (make's install step), then each loader's first
     loads; torch's runs beside jitload's (one process each), jitload's one after the other."""
     from concurrent.futures import ThreadPoolExecutor
@@ -543,7 +542,7 @@ def fresh_table(env: dict[str, str]) -> list[str]:
         prepare = time.perf_counter() - t
         if done.returncode != 0:
             raise SystemExit(f"jitload prepare: {(done.stdout + done.stderr)[-2000:]}")
-        kinds = ("article", "op library") if _gpu() else ("article",)
+        kinds = ("article", "op library") if gpu else ("article",)
         with ThreadPoolExecutor(max_workers=2) as pool:
             theirs = pool.submit(lambda: {k: _fresh_run("torch", k, env, tmp) for k in kinds})
             ours = {k: _fresh_run("jitload", k, env, tmp) for k in kinds}
@@ -563,12 +562,6 @@ def fresh_table(env: dict[str, str]) -> list[str]:
             what = "the article's two files" if kind == "article" else "an op library (`op_library.cu`)"
             lines.append(f"| {what} | {entry['step']} | {other} | {mine} | {entry['how'][:160]} |")
     return lines
-
-
-def _gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def _machine_pch(env: dict[str, str]) -> list[str]:
@@ -638,14 +631,13 @@ def main() -> None:
         lines += ["", f"No-op reload of a {MANY_FILES}-file extension, in-process, median of 200 calls: "
                   f"torch {noop['torch'] * 1e3:.3f} ms, jitload {noop['jitload'] * 1e3:.3f} ms."]
     if args.fresh_only:
-        lines += fresh_table(env)
-        args.skip_cpp = args.cpp_only = True
+        lines += fresh_table(env, torch.cuda.is_available())
     env["JITLOAD_HOST_JIT"] = {"warm": "warm", "lazy": "", "off": "0"}[args.host_jit]
     if args.host_jit != "off" and not args.fresh_only:
         lines += _machine_pch(env)
-    if not args.skip_cpp:
+    if not (args.skip_cpp or args.fresh_only):
         lines += cpp_table(env)
-    if torch.cuda.is_available() and not args.cpp_only:
+    if torch.cuda.is_available() and not (args.cpp_only or args.fresh_only):
         lines += layouts_table(env, args.jobs)
         lines += ["", f"jitload ran with JITLOAD_HOST_JIT={env['JITLOAD_HOST_JIT'] or '(unset)'}."]
     text = "\n".join(lines) + "\n"
